@@ -1,0 +1,34 @@
+"""hookviz: learn every PyTorch hook type live.
+
+The capture core (:mod:`hookviz.capture`) owns hook lifetime; :mod:`hookviz.inspect` lists and
+removes what is attached to a model; :mod:`hookviz.data` and :mod:`hookviz.models` ship the course's
+digits and its small trained CNN; :mod:`hookviz.doctor` checks the environment.
+"""
+
+from hookviz.capture import Capture, LayerRecord, capture, register, registered_keys, remove_key, resolve_layers
+from hookviz.data import load_digits
+from hookviz.doctor import doctor, environment_report
+from hookviz.inspect import HookTable, list_hooks, remove_all_hooks
+from hookviz.models import DigitsCNN, accuracy, load_pretrained_cnn, train_digits_cnn
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Capture",
+    "DigitsCNN",
+    "HookTable",
+    "LayerRecord",
+    "accuracy",
+    "capture",
+    "doctor",
+    "environment_report",
+    "list_hooks",
+    "load_digits",
+    "load_pretrained_cnn",
+    "register",
+    "registered_keys",
+    "remove_all_hooks",
+    "remove_key",
+    "resolve_layers",
+    "train_digits_cnn",
+]

@@ -1,0 +1,424 @@
+"""Hook lifetime in one place: capture activations and output gradients of chosen layers.
+
+Data flows one way in hookviz: a hook captures -> a summary reduces -> a renderer draws -> a widget
+shows. This module is the only place that registers module hooks on a user's model, and every hook it
+adds is removed on every exit path (normal exit, an exception, ``KeyboardInterrupt``).
+
+Two entry points:
+
+* :func:`capture` - a context manager (also usable with ``start()`` / ``stop()``) that records, for
+  every call of every chosen layer, the layer's output (detached, copied to CPU) and the gradient of
+  the loss with respect to that output.
+* :func:`register` - register any module hook under a *key*; registering again under the same key
+  replaces the earlier hook instead of stacking a second one (safe to re-run a notebook cell).
+"""
+
+from __future__ import annotations
+
+import difflib
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.utils.hooks import RemovableHandle
+
+__all__ = [
+    "Capture",
+    "LayerRecord",
+    "capture",
+    "register",
+    "remove_key",
+    "resolve_layers",
+]
+
+# model-or-module -> {key: [handles]}.  Weak keys: the registry never keeps a model alive.
+_REGISTRY: weakref.WeakKeyDictionary[nn.Module, dict[str, list[RemovableHandle]]] = weakref.WeakKeyDictionary()
+_auto_key = count()
+
+HOOK_KINDS = {
+    "forward_pre": "register_forward_pre_hook",
+    "forward": "register_forward_hook",
+    "full_backward_pre": "register_full_backward_pre_hook",
+    "full_backward": "register_full_backward_hook",
+    "backward": "register_backward_hook",
+}
+
+
+# --------------------------------------------------------------------------- keyed registration
+
+
+def _store_handles(owner: nn.Module, key: str, handles: list[RemovableHandle]) -> None:
+    remove_key(owner, key)
+    _REGISTRY.setdefault(owner, {})[key] = handles
+
+
+def remove_key(owner: nn.Module, key: str) -> int:
+    """Remove every hook registered on ``owner`` under ``key``; return how many were removed."""
+    handles = _REGISTRY.get(owner, {}).pop(key, [])
+    for handle in handles:
+        handle.remove()
+    return len(handles)
+
+
+def forget_model(model: nn.Module) -> None:
+    """Drop hookviz's records of keyed hooks on ``model`` and its submodules (after a bulk removal)."""
+    for module in model.modules():
+        _REGISTRY.pop(module, None)
+
+
+def registered_keys(owner: nn.Module) -> dict[str, int]:
+    """Keys that hookviz currently holds hooks for on ``owner``, with the number of hooks each."""
+    return {key: len(handles) for key, handles in _REGISTRY.get(owner, {}).items()}
+
+
+def register(module: nn.Module, kind: str, hook: Callable[..., Any], *, key: str, **kwargs: Any) -> RemovableHandle:
+    """Register a module hook under ``key``, replacing any hook registered earlier with that key.
+
+    ``kind`` is one of ``forward_pre``, ``forward``, ``full_backward_pre``, ``full_backward`` or
+    ``backward`` (the deprecated legacy hook). Extra keyword arguments (``prepend``, ``with_kwargs``,
+    ``always_call``) go to the matching ``nn.Module.register_*_hook`` method. Re-running a notebook
+    cell that calls this therefore leaves exactly one hook in place, never a stack of copies.
+    """
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"register() needs an nn.Module, got {type(module).__name__}")
+    if kind not in HOOK_KINDS:
+        raise ValueError(f"unknown hook kind {kind!r}; choose one of {sorted(HOOK_KINDS)}")
+    handle = getattr(module, HOOK_KINDS[kind])(hook, **kwargs)
+    _store_handles(module, key, [handle])
+    return handle
+
+
+# --------------------------------------------------------------------------- layer selection
+
+
+def resolve_layers(
+    model: nn.Module,
+    layers: str | Iterable[str] | None = None,
+    types: type[nn.Module] | tuple[type[nn.Module], ...] | None = None,
+) -> dict[str, nn.Module]:
+    """Turn a user's layer choice into ``{qualified_name: module}``, in ``named_modules()`` order.
+
+    ``layers`` are qualified names from ``model.named_modules()`` (``"features.0"``); ``types``
+    keeps modules of the given class(es). With neither, every leaf module is chosen. An unknown name
+    raises ``KeyError`` that names the closest matches.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"expected an nn.Module, got {type(model).__name__}")
+    named = dict(model.named_modules())
+    if isinstance(layers, str):
+        layers = [layers]
+    if layers is not None:
+        layers = list(layers)
+        for name in layers:
+            if not isinstance(name, str):
+                raise TypeError(f"layer names must be strings from named_modules(), got {name!r}")
+            if name not in named:
+                close = difflib.get_close_matches(name, [n for n in named if n], n=3, cutoff=0.5)
+                hint = f"; closest: {', '.join(repr(c) for c in close)}" if close else ""
+                raise KeyError(f"no layer named {name!r} in {type(model).__name__}{hint}")
+        chosen = {name: named[name] for name in named if name in set(layers)}
+    else:
+        chosen = {name: mod for name, mod in named.items() if name and not list(mod.children())}
+        if not chosen and not list(model.children()):
+            chosen = {"": model}  # a model that is a single leaf module
+    if types is not None:
+        chosen = {name: mod for name, mod in chosen.items() if isinstance(mod, types)}
+    if not chosen:
+        wanted = f" of type {types}" if types is not None else ""
+        raise ValueError(f"no layers{wanted} to capture in {type(model).__name__}")
+    return chosen
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _map_tensors(value: Any, fn: Callable[[Tensor], Any]) -> Any:
+    """Apply ``fn`` to every tensor inside nested tuples / lists / dicts; other leaves become None."""
+    if isinstance(value, Tensor):
+        return fn(value)
+    if isinstance(value, list):
+        return [_map_tensors(v, fn) for v in value]
+    if isinstance(value, tuple):  # named tuples come back as plain tuples
+        return tuple(_map_tensors(v, fn) for v in value)
+    if isinstance(value, dict):
+        return {k: _map_tensors(v, fn) for k, v in value.items()}
+    return None
+
+
+def _tensors_in(value: Any) -> Iterator[tuple[tuple[int | str, ...], Tensor]]:
+    """Yield ``(path, tensor)`` for every tensor inside nested tuples / lists / dicts."""
+    if isinstance(value, Tensor):
+        yield (), value
+    elif isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            for path, t in _tensors_in(v):
+                yield (i, *path), t
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            for path, t in _tensors_in(v):
+                yield (k, *path), t
+
+
+def _count_nonfinite(value: Any) -> tuple[int, int]:
+    nan = inf = 0
+    for _, t in _tensors_in(value):
+        if t.is_floating_point() or t.is_complex():
+            nan += int(torch.isnan(t).sum())
+            inf += int(torch.isinf(t).sum())
+    return nan, inf
+
+
+@dataclass
+class LayerRecord:
+    """Everything captured for one layer: one entry per call of the module.
+
+    ``activations[i]`` is the output of call ``i`` (a tensor, or the same tuple/list/dict structure
+    the module returned, with tensors detached and copied to CPU). ``gradients[i]`` is the gradient
+    of the backward pass with respect to that output, or ``None`` while no gradient has arrived.
+    """
+
+    name: str
+    module_type: str
+    activations: list[Any] = field(default_factory=list)
+    gradients: list[Any] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        """How many times the module was called while capturing."""
+        return len(self.activations)
+
+    def note(self, text: str) -> None:
+        """Record a message once."""
+        if text not in self.notes:
+            self.notes.append(text)
+
+
+class Capture:
+    """Records activations and output gradients of chosen layers; removes its hooks on exit.
+
+    Use :func:`capture` to make one. Read results by layer name::
+
+        with hookviz.capture(model, ["features.0"]) as cap:
+            model(x).sum().backward()
+        cap.activation("features.0")   # last call's output, detached, on CPU
+        cap.gradient("features.0")     # d(loss)/d(output) of that call
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        layers: dict[str, nn.Module],
+        *,
+        grads: bool = True,
+        key: str | None = None,
+        copy: bool = True,
+    ) -> None:
+        self.model = model
+        self.layers = layers
+        self.grads = grads
+        self.copy = copy
+        self.key = key if key is not None else f"hookviz.capture.{next(_auto_key)}"
+        self.records: dict[str, LayerRecord] = {
+            name: LayerRecord(name, type(mod).__name__) for name, mod in layers.items()
+        }
+        self._active = False
+
+    # -- lifetime ------------------------------------------------------------------------------
+    def start(self) -> Capture:
+        """Register the hooks (replacing hooks held under the same key). Returns ``self``."""
+        handles = []
+        try:
+            for name, module in self.layers.items():
+                handles.append(module.register_forward_hook(self._make_forward_hook(name)))
+        except BaseException:
+            for handle in handles:
+                handle.remove()
+            raise
+        _store_handles(self.model, self.key, handles)
+        self._active = True
+        return self
+
+    def stop(self) -> None:
+        """Remove every hook this capture added. Safe to call more than once."""
+        remove_key(self.model, self.key)
+        self._active = False
+
+    @property
+    def active(self) -> bool:
+        """True while the hooks are registered."""
+        return self._active
+
+    def __enter__(self) -> Capture:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def clear(self) -> None:
+        """Forget everything captured so far (hooks stay as they are)."""
+        for rec in self.records.values():
+            rec.activations.clear()
+            rec.gradients.clear()
+            rec.notes.clear()
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def _keep(self, t: Tensor) -> Tensor:
+        t = t.detach()
+        # copy=True: a following in-place op (ReLU(inplace=True)) must not change what we stored.
+        return t.to("cpu", copy=True) if self.copy else t.cpu()
+
+    def _make_forward_hook(self, name: str) -> Callable[..., None]:
+        record = self.records[name]
+
+        def forward_hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+            call = len(record.activations)
+            tensors = list(_tensors_in(output))
+            if not tensors:
+                record.note(f"output of type {type(output).__name__} holds no tensor; nothing captured")
+            record.activations.append(_map_tensors(output, self._keep))
+            record.gradients.append(None)
+            if not self.grads:
+                return
+            needs_grad = [(path, t) for path, t in tensors if t.requires_grad]
+            if tensors and not needs_grad:
+                why = (
+                    "torch.no_grad() or inference mode"
+                    if not torch.is_grad_enabled()
+                    else ("nothing before it requires grad")
+                )
+                record.note(f"no gradients: the output does not require grad ({why})")
+            for path, t in needs_grad:
+                t.register_hook(self._make_grad_hook(record, call, path, output))
+
+        return forward_hook
+
+    def _make_grad_hook(
+        self, record: LayerRecord, call: int, path: tuple[int | str, ...], output: Any
+    ) -> Callable[[Tensor], None]:
+        single = isinstance(output, Tensor)
+        structure = None if single else _map_tensors(output, lambda t: None)
+
+        def grad_hook(grad: Tensor) -> None:
+            kept = self._keep(grad)
+            if single:
+                record.gradients[call] = kept
+                return
+            current = record.gradients[call]
+            if current is None:
+                current = _thaw(structure)
+                record.gradients[call] = current
+            _set_path(current, path, kept)
+
+        return grad_hook
+
+    # -- reading -------------------------------------------------------------------------------
+    def _record(self, name: str) -> LayerRecord:
+        try:
+            return self.records[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, list(self.records), n=3, cutoff=0.5)
+            hint = f"; closest: {', '.join(map(repr, close))}" if close else ""
+            raise KeyError(f"layer {name!r} was not captured (captured: {list(self.records)}){hint}") from None
+
+    def activation(self, name: str, call: int = -1) -> Any:
+        """Output of layer ``name`` at call ``call`` (default: the last call)."""
+        record = self._record(name)
+        if not record.activations:
+            raise LookupError(f"layer {name!r} was not called while capturing")
+        return record.activations[call]
+
+    def gradient(self, name: str, call: int = -1) -> Any:
+        """Gradient w.r.t. the output of layer ``name`` at call ``call``; a clear error if none exists."""
+        record = self._record(name)
+        if not record.gradients:
+            raise LookupError(f"layer {name!r} was not called while capturing")
+        grad = record.gradients[call]
+        if grad is None:
+            why = "; ".join(record.notes) or "backward() has not reached this layer (was it called?)"
+            raise LookupError(f"no gradient captured for {name!r}: {why}")
+        return grad
+
+    @property
+    def activations(self) -> dict[str, list[Any]]:
+        """``{layer: [output of each call]}``."""
+        return {name: rec.activations for name, rec in self.records.items()}
+
+    @property
+    def gradients(self) -> dict[str, list[Any]]:
+        """``{layer: [output gradient of each call, or None]}``."""
+        return {name: rec.gradients for name, rec in self.records.items()}
+
+    @property
+    def notes(self) -> dict[str, list[str]]:
+        """Messages about layers that could not be fully captured (no tensor, no gradient)."""
+        return {name: list(rec.notes) for name, rec in self.records.items() if rec.notes}
+
+    def nonfinite(self) -> dict[str, dict[str, int]]:
+        """Count NaN and Inf values per layer, in activations and gradients (values are kept)."""
+        result = {}
+        for name, rec in self.records.items():
+            counts = {"act_nan": 0, "act_inf": 0, "grad_nan": 0, "grad_inf": 0}
+            for act in rec.activations:
+                nan, inf = _count_nonfinite(act)
+                counts["act_nan"] += nan
+                counts["act_inf"] += inf
+            for grad in rec.gradients:
+                nan, inf = _count_nonfinite(grad)
+                counts["grad_nan"] += nan
+                counts["grad_inf"] += inf
+            result[name] = counts
+        return result
+
+    def __repr__(self) -> str:
+        state = "active" if self._active else "stopped"
+        calls = {name: rec.calls for name, rec in self.records.items()}
+        return f"Capture({state}, key={self.key!r}, calls={calls})"
+
+
+def _thaw(structure: Any) -> Any:
+    """Make a mutable copy (lists for tuples) of a nested structure so that leaves can be set."""
+    if isinstance(structure, (tuple, list)):
+        return [_thaw(v) for v in structure]
+    if isinstance(structure, dict):
+        return {k: _thaw(v) for k, v in structure.items()}
+    return structure
+
+
+def _set_path(container: Any, path: tuple[int | str, ...], value: Any) -> None:
+    for step in path[:-1]:
+        container = container[step]
+    container[path[-1]] = value
+
+
+def capture(
+    model: nn.Module,
+    layers: str | Iterable[str] | None = None,
+    *,
+    types: type[nn.Module] | tuple[type[nn.Module], ...] | None = None,
+    grads: bool = True,
+    key: str | None = None,
+    copy: bool = True,
+) -> Capture:
+    """Capture activations (and output gradients) of the chosen layers of ``model``.
+
+    Args:
+        model: any ``nn.Module``.
+        layers: qualified names from ``model.named_modules()``; ``None`` means every leaf module.
+        types: keep only modules of these types (e.g. ``nn.Conv2d``).
+        grads: also capture the gradient with respect to each layer's output. It is taken with a
+            tensor hook attached to the output from inside the forward hook, which keeps working
+            when an in-place op such as ``ReLU(inplace=True)`` follows the layer.
+        key: hooks are held under this key on ``model``; starting another capture with the same key
+            removes the earlier one's hooks first (re-running a cell never stacks hooks).
+        copy: store copies (default). Without a copy, a CPU activation would share memory with the
+            live tensor and change under a following in-place op.
+
+    Returns:
+        A :class:`Capture`; use it in a ``with`` block, or call ``start()`` and ``stop()``.
+    """
+    return Capture(model, resolve_layers(model, layers, types), grads=grads, key=key, copy=copy)
