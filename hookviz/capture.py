@@ -217,8 +217,10 @@ class Capture:
         grads: bool = True,
         key: str | None = None,
         copy: bool = True,
+        reduce: Callable[[Tensor], Any] | None = None,
     ) -> None:
         self.model = model
+        self.reduce = reduce
         self.layers = layers
         self.grads = grads
         self.copy = copy
@@ -267,8 +269,10 @@ class Capture:
             rec.notes.clear()
 
     # -- hooks ---------------------------------------------------------------------------------
-    def _keep(self, t: Tensor) -> Tensor:
+    def _keep(self, t: Tensor) -> Any:
         t = t.detach()
+        if self.reduce is not None:
+            return self.reduce(t)
         # copy=True: a following in-place op (ReLU(inplace=True)) must not change what we stored.
         return t.to("cpu", copy=True) if self.copy else t.cpu()
 
@@ -403,6 +407,7 @@ def capture(
     grads: bool = True,
     key: str | None = None,
     copy: bool = True,
+    reduce: Callable[[Tensor], Any] | None = None,
 ) -> Capture:
     """Capture activations (and output gradients) of the chosen layers of ``model``.
 
@@ -417,8 +422,11 @@ def capture(
             removes the earlier one's hooks first (re-running a cell never stacks hooks).
         copy: store copies (default). Without a copy, a CPU activation would share memory with the
             live tensor and change under a following in-place op.
+        reduce: store ``reduce(tensor)`` instead of a copy of each activation and gradient (for
+            example a histogram or a few statistics), so that long runs keep little memory. It gets
+            the detached tensor on its own device and must return new data, not a view of it.
 
     Returns:
         A :class:`Capture`; use it in a ``with`` block, or call ``start()`` and ``stop()``.
     """
-    return Capture(model, resolve_layers(model, layers, types), grads=grads, key=key, copy=copy)
+    return Capture(model, resolve_layers(model, layers, types), grads=grads, key=key, copy=copy, reduce=reduce)
