@@ -296,20 +296,20 @@ class Capture:
                     else ("nothing before it requires grad")
                 )
                 record.note(f"no gradients: the output does not require grad ({why})")
+            structure = None if isinstance(output, Tensor) else _map_tensors(output, lambda t: None)
             for path, t in needs_grad:
-                t.register_hook(self._make_grad_hook(record, call, path, output))
+                t.register_hook(self._make_grad_hook(record, call, path, structure))
 
         return forward_hook
 
     def _make_grad_hook(
-        self, record: LayerRecord, call: int, path: tuple[int | str, ...], output: Any
+        self, record: LayerRecord, call: int, path: tuple[int | str, ...], structure: Any
     ) -> Callable[[Tensor], None]:
-        single = isinstance(output, Tensor)
-        structure = None if single else _map_tensors(output, lambda t: None)
+        """A tensor hook storing the gradient of call ``call``; it holds no reference to the output."""
 
         def grad_hook(grad: Tensor) -> None:
             kept = self._keep(grad)
-            if single:
+            if structure is None:
                 record.gradients[call] = kept
                 return
             current = record.gradients[call]

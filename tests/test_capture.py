@@ -1,0 +1,271 @@
+"""The capture core: what it records, and that it never leaves a hook or a graph behind."""
+
+import gc
+import tracemalloc
+import weakref
+
+import pytest
+import torch
+from torch import nn
+
+import hookviz
+from hookviz.capture import registered_keys
+
+
+def small_cnn(inplace: bool = False) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.ReLU(inplace=inplace),
+        nn.Conv2d(4, 2, 3, padding=1),
+        nn.Flatten(),
+        nn.Linear(2 * 8 * 8, 3),
+    )
+
+
+def hook_count(model: nn.Module) -> int:
+    return len(hookviz.list_hooks(model, include_global=False))
+
+
+def test_records_activation_and_output_gradient_matching_autograd():
+    model = small_cnn()
+    x = torch.randn(2, 1, 8, 8)
+    with hookviz.capture(model, ["0", "2"]) as cap:
+        out = model(x)
+        out.pow(2).sum().backward()
+    # independent computation of the same quantities, without hooks
+    h0 = model[0](x)
+    h2 = model[2](model[1](h0))
+    loss = model[4](model[3](h2)).pow(2).sum()
+    g0, g2 = torch.autograd.grad(loss, [h0, h2])
+    torch.testing.assert_close(cap.activation("0"), h0.detach())
+    torch.testing.assert_close(cap.gradient("0"), g0)
+    torch.testing.assert_close(cap.gradient("2"), g2)
+    assert not cap.activation("0").requires_grad
+    assert cap.activation("0").device.type == "cpu"
+
+
+def test_inplace_relu_after_layer_does_not_break_gradient_or_stored_activation():
+    torch.manual_seed(0)
+    model = small_cnn(inplace=True)
+    x = torch.randn(2, 1, 8, 8)
+    with hookviz.capture(model, "0") as cap:
+        model(x).sum().backward()
+    act = cap.activation("0")
+    assert (act < 0).any(), "the stored copy must keep the values from before the in-place ReLU"
+    reference = small_cnn(inplace=False)
+    reference.load_state_dict(model.state_dict())
+    h0 = reference[0](x)
+    (g0,) = torch.autograd.grad(reference[4](reference[3](reference[2](reference[1](h0)))).sum(), [h0])
+    torch.testing.assert_close(cap.gradient("0"), g0)
+
+
+def test_every_call_of_a_reused_module_is_recorded_with_its_own_gradient():
+    layer = nn.Linear(3, 3)
+    model = nn.Sequential(layer, nn.Tanh(), layer)  # the same module twice
+    x = torch.randn(4, 3)
+    with hookviz.capture(model, "0") as cap:
+        model(x).sum().backward()
+    assert cap.records["0"].calls == 2
+    first, second = cap.activations["0"]
+    torch.testing.assert_close(first, layer(x).detach())
+    torch.testing.assert_close(second, layer(torch.tanh(layer(x))).detach())
+    # d(sum)/d(second output) is all ones; the first call's gradient flows through tanh and the layer
+    torch.testing.assert_close(cap.gradient("0", call=1), torch.ones(4, 3))
+    h = layer(x)
+    (g,) = torch.autograd.grad(layer(torch.tanh(h)).sum(), [h])
+    torch.testing.assert_close(cap.gradient("0", call=0), g)
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_hooks_are_removed_on_every_exit_path(error):
+    model = small_cnn()
+    assert hook_count(model) == 0
+    with pytest.raises(type(error)):
+        with hookviz.capture(model) as cap:
+            assert hook_count(model) == 5
+            raise error
+    assert hook_count(model) == 0
+    assert not cap.active
+    assert registered_keys(model) == {}
+
+
+def test_same_key_replaces_instead_of_stacking():
+    model = small_cnn()
+    for _ in range(3):  # a notebook cell run three times
+        cap = hookviz.capture(model, ["0", "2"], key="explorer").start()
+    assert hook_count(model) == 2
+    assert registered_keys(model) == {"explorer": 2}
+    model(torch.randn(1, 1, 8, 8))
+    assert cap.records["0"].calls == 1
+    cap.stop()
+    assert hook_count(model) == 0
+
+
+def test_register_replaces_a_keyed_hook():
+    layer = nn.Linear(2, 2)
+    calls = []
+    for _ in range(3):
+        hookviz.register(layer, "forward", lambda m, i, o: calls.append(1), key="printer")
+    layer(torch.randn(1, 2))
+    assert calls == [1]
+    assert hookviz.remove_key(layer, "printer") == 1
+    layer(torch.randn(1, 2))
+    assert calls == [1]
+
+
+def test_register_rejects_bad_input():
+    with pytest.raises(ValueError, match="unknown hook kind"):
+        hookviz.register(nn.Linear(1, 1), "sideways", print, key="k")
+    with pytest.raises(TypeError, match="nn.Module"):
+        hookviz.register(torch.zeros(1), "forward", print, key="k")
+
+
+def test_unknown_layer_names_the_closest_matches():
+    model = hookviz.DigitsCNN()
+    with pytest.raises(KeyError, match=r"features\.4.*"):
+        hookviz.capture(model, "feature.4")
+    with pytest.raises(TypeError):
+        hookviz.capture(model, [0])
+
+
+def test_type_filter_and_default_selection():
+    model = hookviz.DigitsCNN()
+    assert list(hookviz.resolve_layers(model, types=nn.Conv2d)) == ["features.0", "features.4"]
+    leaves = hookviz.resolve_layers(model)
+    assert "features" not in leaves and "classifier.1" in leaves
+    with pytest.raises(ValueError, match="no layers"):
+        hookviz.resolve_layers(nn.Sequential(nn.Linear(2, 2)), types=nn.Conv2d)
+    assert list(hookviz.resolve_layers(nn.Linear(2, 2))) == [""]
+
+
+def test_tuple_outputs_are_captured_with_their_structure():
+    lstm = nn.LSTM(3, 4, batch_first=True)
+    model = nn.Sequential(lstm)
+    with hookviz.capture(model, "0") as cap:
+        out, (h, c) = model(torch.randn(2, 5, 3))
+        out.sum().backward()
+    act = cap.activation("0")
+    assert isinstance(act, tuple) and act[0].shape == (2, 5, 4) and act[1][0].shape == (1, 2, 4)
+    grad = cap.gradient("0")
+    torch.testing.assert_close(grad[0], torch.ones(2, 5, 4))
+    assert grad[1][0] is None  # h and c were not used by the loss: no gradient arrived for them
+
+
+class ReturnsNothing(nn.Module):
+    def forward(self, x):
+        return None
+
+
+def test_non_tensor_output_is_reported_not_crashed():
+    model = nn.Sequential(ReturnsNothing())
+    with hookviz.capture(model, "0") as cap:
+        model(torch.randn(1))
+    assert "holds no tensor" in cap.notes["0"][0]
+
+
+def test_no_grad_gives_activations_and_says_no_gradient_exists():
+    model = small_cnn()
+    with torch.no_grad(), hookviz.capture(model, "0") as cap:
+        model(torch.randn(1, 1, 8, 8))
+    assert cap.activation("0").shape == (1, 4, 8, 8)
+    with pytest.raises(LookupError, match="no_grad"):
+        cap.gradient("0")
+
+
+def test_gradient_before_backward_is_a_clear_error():
+    model = small_cnn()
+    with hookviz.capture(model, "0") as cap:
+        model(torch.randn(1, 1, 8, 8))
+    with pytest.raises(LookupError, match="no gradient captured"):
+        cap.gradient("0")
+    with pytest.raises(KeyError, match="was not captured"):
+        cap.activation("4")
+
+
+def test_nan_and_inf_are_kept_and_counted():
+    layer = nn.Linear(2, 2)
+    model = nn.Sequential(layer)
+    x = torch.tensor([[float("nan"), 1.0], [float("inf"), 0.0]])
+    with hookviz.capture(model, "0") as cap:
+        model(x).sum().backward()
+    counts = cap.nonfinite()["0"]
+    assert counts["act_nan"] >= 2 and torch.isnan(cap.activation("0")).any()
+    assert counts["grad_nan"] == 0
+
+
+def test_reduce_stores_statistics_instead_of_tensors():
+    model = small_cnn()
+    with hookviz.capture(model, "0", reduce=lambda t: float(t.abs().mean())) as cap:
+        model(torch.randn(2, 1, 8, 8)).sum().backward()
+    assert isinstance(cap.activation("0"), float) and isinstance(cap.gradient("0"), float)
+
+
+class Marker:
+    """A plain object hung on an autograd node: it lives exactly as long as that node."""
+
+
+class MarkedDouble(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.marker = Marker()
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+class MarkedLayer(nn.Module):
+    def forward(self, x):
+        return MarkedDouble.apply(x)
+
+
+def test_captured_tensors_keep_no_autograd_graph_alive():
+    model = nn.Sequential(nn.Linear(3, 3), MarkedLayer(), nn.Linear(3, 1))
+    x = torch.randn(2, 3)
+    with hookviz.capture(model) as cap:
+        out = model(x)  # forward only: the graph lives as long as something references it
+    marker = weakref.ref(model_graph_marker(out))
+    assert marker() is not None
+    del out
+    gc.collect()
+    assert marker() is None, "the capture must not keep the autograd graph of the forward alive"
+    for acts in cap.activations.values():
+        assert all(a.grad_fn is None and not a.requires_grad for a in acts)
+
+
+def model_graph_marker(out: torch.Tensor) -> Marker:
+    """Walk back from ``out`` to the MarkedDouble node and return its marker."""
+    stack = [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if hasattr(node, "marker"):
+            return node.marker
+        stack.extend(fn for fn, _ in node.next_functions)
+    raise AssertionError("no MarkedDouble node in the graph")
+
+
+def test_one_hundred_captures_do_not_grow_memory():
+    model = small_cnn()
+    x = torch.randn(8, 1, 8, 8)
+
+    def one_capture():
+        with hookviz.capture(model, key="loop") as cap:
+            model(x).sum().backward()
+        return cap
+
+    for _ in range(5):  # warm up allocator caches
+        one_capture()
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    for _ in range(100):
+        one_capture()
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    growth = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+    assert growth < 200_000, f"python-side memory grew by {growth} bytes over 100 captures"
+    assert hook_count(model) == 0 and registered_keys(model) == {}

@@ -1,0 +1,92 @@
+"""The hook inspector lists every kind of hook with its flags, and removes them all."""
+
+import torch
+import torch.nn.modules.module as module_mod
+from torch import nn
+
+import hookviz
+
+
+def noop(*args, **kwargs):
+    return None
+
+
+def test_lists_every_local_kind_with_flags():
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    model[0].register_forward_pre_hook(noop, with_kwargs=True)
+    model[0].register_forward_hook(noop, always_call=True)
+    model[0].register_full_backward_pre_hook(noop)
+    model[0].register_full_backward_hook(noop)
+    model[0].weight.register_hook(noop)
+    model[0].bias.register_post_accumulate_grad_hook(noop)
+    model.register_state_dict_post_hook(noop)
+    table = hookviz.list_hooks(model, include_global=False)
+    kinds = table.kinds()
+    assert kinds == {
+        "forward_pre": 1,
+        "forward": 1,
+        "backward_pre": 1,
+        "backward": 1,
+        "state_dict": 1,
+        "tensor": 1,
+        "post_accumulate_grad": 1,
+    }
+    rows = {(r.where, r.kind): r for r in table}
+    assert rows[("0", "forward_pre")].flags == "with_kwargs"
+    assert rows[("0", "forward")].flags == "always_call"
+    assert rows[("0", "backward")].flags == "full"
+    assert rows[("param:0.weight", "tensor")].hook == "noop"
+    text = str(table)
+    assert text.splitlines()[0].split() == ["where", "kind", "hook", "flags"]
+    assert "<table>" in table._repr_html_()
+
+
+def test_legacy_backward_hook_is_flagged():
+    import warnings
+
+    layer = nn.Linear(2, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        layer.register_backward_hook(noop)
+    (row,) = hookviz.list_hooks(layer, include_global=False)
+    assert row.kind == "backward" and "legacy" in row.flags
+
+
+def test_remove_all_hooks_really_stops_them_firing():
+    model = nn.Sequential(nn.Linear(2, 2))
+    fired = []
+    model[0].register_forward_hook(lambda *a: fired.append("forward"))
+    model[0].register_full_backward_hook(lambda *a: fired.append("backward"))
+    model[0].weight.register_hook(lambda g: fired.append("tensor"))
+    hookviz.capture(model, "0", key="left-open").start()
+    removed = hookviz.remove_all_hooks(model)
+    assert removed == 4
+    model(torch.randn(1, 2, requires_grad=True)).sum().backward()
+    assert fired == []
+    assert str(hookviz.list_hooks(model, include_global=False)) == "no hooks attached"
+    assert hookviz.registered_keys(model) == {}
+
+
+def test_global_hooks_are_listed_and_removed_only_on_request():
+    model = nn.Linear(2, 2)
+    handle = module_mod.register_module_forward_hook(noop)
+    try:
+        rows = [r for r in hookviz.list_hooks(model) if r.where == "<global>"]
+        assert [(r.kind, r.hook) for r in rows] == [("forward", "noop")]
+        hookviz.remove_all_hooks(model)
+        assert any(r.where == "<global>" for r in hookviz.list_hooks(model))
+        hookviz.remove_all_hooks(model, include_global=True)
+        assert not any(r.where == "<global>" for r in hookviz.list_hooks(model))
+    finally:
+        handle.remove()
+
+
+def test_describes_bound_methods_with_their_class():
+    class Recorder:
+        def hook(self, module, args, output):
+            return None
+
+    layer = nn.Linear(1, 1)
+    layer.register_forward_hook(Recorder().hook)
+    (row,) = hookviz.list_hooks(layer, include_global=False)
+    assert row.hook.endswith("Recorder.hook")
