@@ -1,0 +1,183 @@
+"""A real two-process DistributedDataParallel run on one CPU machine, to watch DDP communication hooks.
+
+Notebook 09 calls :func:`run_ddp_demo`. It starts ``world_size`` processes with
+``torch.multiprocessing.start_processes``: forked where the OS can fork (Linux; the children then
+start in well under a second because they inherit the already imported torch), spawned elsewhere
+(macOS, Windows; the children import this module by name, so it must be importable, and start in
+seconds). It joins them into a ``gloo`` process group over the loopback interface
+(``MASTER_ADDR=127.0.0.1`` and a free port), and in each process runs two forward/backward passes of
+:class:`hookviz.DigitsCNN` wrapped in ``DistributedDataParallel`` on that rank's own shard of a batch,
+once per communication-hook setting:
+
+* ``"none"``: DDP's built-in gradient all-reduce (average over ranks);
+* ``"count"``: :func:`counting_hook`, a logging hook that records every bucket DDP hands it and then
+  does the same average all-reduce itself;
+* ``"fp16"``: PyTorch's ``fp16_compress_hook`` (gradients cast to float16 for the all-reduce).
+
+Every rank gathers every rank's gradients (``all_gather_object``) so that the parent can check that
+all ranks ended with the same gradients. The children print nothing: their stdout and stderr go to a
+log file in the run's temporary folder, which the parent shows only if a child fails. The model, DDP
+and comm-hook code is the same on many machines; there ``torchrun`` starts the processes and sets
+``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` for each of them, so the worker would
+call ``dist.init_process_group("nccl")`` without rank and size, with one GPU per process.
+"""
+
+# No `from __future__ import annotations` here: DDP inspects the hook's annotations at run time and
+# rejects a `bucket` parameter annotated with the string "dist.GradBucket" instead of the class.
+
+import os
+import socket
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+__all__ = ["HOOKS", "counting_hook", "free_port", "run_ddp_demo", "shard_gradients"]
+
+HOOKS = ("none", "count", "fp16")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def counting_hook(state: list[dict[str, int]], bucket: dist.GradBucket) -> torch.futures.Future[Tensor]:
+    """A DDP communication hook that logs each bucket, then averages it over ranks like DDP does.
+
+    ``state`` is the list given to ``register_comm_hook``; one dict per bucket is appended
+    (bucket index, number of gradient elements, number of parameters). The hook must return a future
+    whose value is the bucket's reduced flat gradient tensor, which DDP copies back into ``.grad``.
+    """
+    buffer = bucket.buffer()
+    state.append({"index": bucket.index(), "numel": buffer.numel(), "params": len(bucket.parameters())})
+    buffer.div_(dist.get_world_size())
+    fut = dist.all_reduce(buffer, async_op=True).get_future()
+    return fut.then(lambda f: f.value()[0])
+
+
+def _batch(batch_size: int) -> tuple[Tensor, Tensor]:
+    from hookviz.data import load_digits
+
+    x, y = load_digits("train")
+    return x[:batch_size], y[:batch_size]
+
+
+def _shard(x: Tensor, y: Tensor, rank: int, world_size: int) -> tuple[Tensor, Tensor]:
+    return x[rank::world_size], y[rank::world_size]
+
+
+def _fresh_model(seed: int) -> nn.Module:
+    from hookviz.models import DigitsCNN
+
+    torch.manual_seed(seed)
+    return DigitsCNN()
+
+
+def _grads(model: nn.Module) -> dict[str, Tensor]:
+    return {name: p.grad.detach().clone() for name, p in model.named_parameters()}
+
+
+def _one_step(rank: int, world_size: int, hook: str, batch_size: int, bucket_cap_mb: float) -> dict[str, Any]:
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    # Rank 1 starts from different weights on purpose: DDP broadcasts rank 0's weights at wrap time.
+    model = DDP(_fresh_model(seed=rank), bucket_cap_mb=bucket_cap_mb)
+    buckets: list[dict[str, int]] = []
+    if hook == "count":
+        model.register_comm_hook(buckets, counting_hook)
+    elif hook == "fp16":
+        model.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    x, y = _shard(*_batch(batch_size), rank, world_size)
+    # Two identical steps: in the first one DDP keeps all gradients in one bucket (by default it
+    # skips initial bucketing); after it, DDP rebuilds the buckets in the order the gradients became
+    # ready, each filled up to about `bucket_cap_mb`.
+    per_step: list[list[dict[str, int]]] = []
+    for _ in range(2):
+        model.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        per_step.append(buckets[:])
+        buckets.clear()
+    grads = _grads(model.module)
+    weights = {name: p.detach().clone() for name, p in model.module.named_parameters()}
+    gathered: list[Any] = [None] * world_size
+    dist.all_gather_object(gathered, {"grads": grads, "weights": weights})
+    return {"buckets": per_step, "all_ranks": gathered, "local_loss": loss.item()}
+
+
+def _worker(rank: int, world_size: int, port: int, outdir: str, batch_size: int, bucket_cap_mb: float) -> None:
+    """Body of one child process: join the group, run one DDP step per hook setting, save results."""
+    log = open(Path(outdir, f"rank{rank}.log"), "w")  # noqa: SIM115 - kept open for the process's life
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    sys.stdout = sys.stderr = log
+    torch.set_num_threads(1)
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    try:
+        results = {hook: _one_step(rank, world_size, hook, batch_size, bucket_cap_mb) for hook in HOOKS}
+        results["backend"] = dist.get_backend()
+        results["world_size"] = dist.get_world_size()
+        torch.save(results, Path(outdir, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+        log.flush()
+
+
+def run_ddp_demo(
+    world_size: int = 2, batch_size: int = 64, bucket_cap_mb: float = 0.001, start_method: str | None = None
+) -> list[dict[str, Any]]:
+    """Run the demo in ``world_size`` processes on this machine; return each rank's results.
+
+    ``bucket_cap_mb`` is tiny on purpose (about 250 float32 gradients per bucket) so that even
+    this small CNN's gradients travel in several buckets. Each returned dict maps a hook name
+    (``"none"``, ``"count"``, ``"fp16"``) to ``{"buckets", "all_ranks", "local_loss"}`` (``buckets``:
+    one list of logged buckets per step, filled only by ``"count"``) and also holds
+    ``"backend"`` and ``"world_size"``. ``start_method`` is ``"fork"`` or ``"spawn"``; ``None`` picks
+    ``"fork"`` on Linux and ``"spawn"`` elsewhere. Raises ``RuntimeError`` with the children's logs if a
+    child fails.
+    """
+    import torch.multiprocessing as mp
+
+    if start_method is None:
+        start_method = "fork" if sys.platform.startswith("linux") else "spawn"
+
+    with tempfile.TemporaryDirectory() as outdir:
+        try:
+            mp.start_processes(
+                _worker,
+                args=(world_size, free_port(), outdir, batch_size, bucket_cap_mb),
+                nprocs=world_size,
+                join=True,
+                start_method=start_method,
+            )
+        except Exception as exc:
+            logs = "\n".join(p.read_text() for p in sorted(Path(outdir).glob("rank*.log")))
+            raise RuntimeError(f"a DDP worker failed: {exc}\n{logs}") from exc
+        return [torch.load(Path(outdir, f"rank{r}.pt"), weights_only=False) for r in range(world_size)]
+
+
+def shard_gradients(world_size: int = 2, batch_size: int = 64, seed: int = 0) -> dict[str, Tensor]:
+    """Without any process group: the average over shards of each shard's gradient, in one process.
+
+    This is what DDP should produce (rank 0's weights, each rank's own shard, gradients averaged),
+    computed by hand so that the notebook can compare it with the distributed run.
+    """
+    x, y = _batch(batch_size)
+    total: dict[str, Tensor] = {}
+    for rank in range(world_size):
+        model = _fresh_model(seed)
+        xs, ys = _shard(x, y, rank, world_size)
+        nn.functional.cross_entropy(model(xs), ys).backward()
+        for name, g in _grads(model).items():
+            total[name] = total.get(name, 0) + g / world_size
+    return total

@@ -1,0 +1,115 @@
+"""Checkers for notebook 00 (start here): a shape-recording forward hook and a post-accumulate-grad hook.
+
+Each checker runs the learner's code on a small case of its own, prints ``✓ ...`` when it behaves
+as asked, and otherwise raises :class:`~hookviz.exercises.ExerciseNotSolved` with a hint.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+
+__all__ = ["check_record_output_shapes", "check_grad_norm_logger"]
+
+
+def _leaf_names(model: nn.Module) -> list[str]:
+    return [name for name, mod in model.named_modules() if name and not list(mod.children())]
+
+
+def _forward_hook_count(model: nn.Module) -> int:
+    return sum(len(mod._forward_hooks) + len(mod._forward_pre_hooks) for mod in model.modules())
+
+
+def _expected_shapes(model: nn.Module, x: Tensor) -> dict[str, tuple[int, ...]]:
+    """Output shape of every leaf module, found by running the leaves one by one (no hooks)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    out = x
+    for name, mod in model.named_modules():
+        if name and not list(mod.children()):
+            out = mod(out)
+            shapes[name] = tuple(out.shape)
+    return shapes
+
+
+def check_record_output_shapes(fn: Callable[[nn.Module, Tensor], dict[str, Any]]) -> None:
+    """Check ``fn(model, x)``: run ``model(x)`` once and return ``{leaf name: output shape}``.
+
+    The hooks it registers must all be removed before it returns.
+    """
+    torch.manual_seed(0)
+    cases = [
+        (nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2)), torch.zeros(4, 3)),
+        (
+            nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten()),
+            torch.zeros(2, 1, 6, 6),
+        ),
+    ]
+    for model, x in cases:
+        model.eval()
+        with torch.no_grad():
+            expected = _expected_shapes(model, x)
+            result = call_learner_code(fn, model, x)
+        expect(
+            isinstance(result, dict),
+            f"return a dict {{layer name: output shape}}, not {type(result).__name__}",
+        )
+        expect(
+            sorted(result) == sorted(expected),
+            f"the keys should be the leaf modules' names from named_modules() ({sorted(expected)}), "
+            f"got {sorted(result)}. Hint: a leaf module has no children.",
+        )
+        for name, shape in expected.items():
+            got = result[name]
+            expect(
+                isinstance(got, tuple) and tuple(got) == shape,
+                f"layer {name!r}: expected the output shape as a tuple of ints, got {got!r}. "
+                "Hint: tuple(output.shape).",
+            )
+        left = _forward_hook_count(model)
+        expect(
+            left == 0,
+            f"{left} hook(s) are still attached after your function returned. Keep the handles that "
+            "register_forward_hook returns and call .remove() on each (a try/finally makes it safe).",
+        )
+    passed("record_output_shapes returns every leaf's output shape and leaves no hook behind")
+
+
+def check_grad_norm_logger(fn: Callable[[Tensor, list[float]], Any]) -> None:
+    """Check ``fn(param, log)``: a hook appending ``param.grad.norm()`` each time ``.grad`` is written."""
+    w = torch.tensor([1.0, 1.0], requires_grad=True)
+    log: list[float] = []
+    handle = call_learner_code(fn, w, log)
+    expect(
+        hasattr(handle, "remove"),
+        "return the handle that the registration call gives you, so that the hook can be removed",
+    )
+    coeff = torch.tensor([3.0, 4.0])  # d/dw (coeff * w).sum() = coeff, whose norm is 5
+    try:
+        for _ in range(2):  # two backward passes: .grad accumulates to 2 * coeff
+            (coeff * w).sum().backward()
+    except (AttributeError, TypeError) as exc:
+        raise ExerciseNotSolved(
+            f"your hook failed with {type(exc).__name__}: {exc}. When it ran, param.grad was not "
+            "written yet: choose the hook kind that fires after .grad is updated."
+        ) from None
+    expect(len(log) == 2, f"two backward passes should log two values, got {len(log)}: {log}")
+    values = [float(v) for v in log]
+    if all(math.isclose(v, 5.0, rel_tol=1e-5) for v in values):
+        raise ExerciseNotSolved(
+            "your log shows the incoming gradient (5.0 both times), not the accumulated .grad "
+            "(5.0 then 10.0). Use the hook kind that fires after .grad is written and read param.grad."
+        )
+    expect(
+        all(math.isclose(v, e, rel_tol=1e-5) for v, e in zip(values, [5.0, 10.0], strict=True)),
+        f"expected the norms of the accumulated .grad, [5.0, 10.0], got {values}",
+    )
+    handle.remove()
+    (coeff * w).sum().backward()
+    expect(len(log) == 2, "after handle.remove() the hook still fired: return the hook's own handle")
+    passed("the logger sees .grad after it is written: norms [5.0, 10.0]")

@@ -1,0 +1,149 @@
+"""Checkers for notebook 05: hook lifetime, global hooks, re-run safety and safe activation storage."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.modules.module as _module_mod
+from torch import Tensor, nn
+
+from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+
+__all__ = ["check_count_calls", "check_attach_once", "check_safe_hook"]
+
+_GLOBAL_DICTS = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+)
+
+
+def _global_hook_count() -> int:
+    """How many global module hooks (forward and backward) are registered in this process."""
+    return sum(len(getattr(_module_mod, name, {})) for name in _GLOBAL_DICTS)
+
+
+def _global_hook_ids() -> dict[str, set[int]]:
+    """The ids of the global module hooks registered now, per dict."""
+    return {name: set(getattr(_module_mod, name, {})) for name in _GLOBAL_DICTS}
+
+
+def _remove_new_global_hooks(before: dict[str, set[int]]) -> None:
+    """Remove global hooks registered since ``before`` (a leaked hook would slow every later cell)."""
+    for name, ids in before.items():
+        hooks = getattr(_module_mod, name, {})
+        for hook_id in set(hooks) - ids:
+            del hooks[hook_id]
+
+
+class _Boom(nn.Module):
+    """A module whose forward always raises, to see whether a global hook is cleaned up."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        raise RuntimeError("boom: this forward always fails")
+
+
+def check_count_calls(count_calls: Callable[[nn.Module, Tensor], dict[str, int]]) -> None:
+    """Check ``count_calls(model, x)``: module calls per class name, seen by a global hook, removed after."""
+    before, before_ids = _global_hook_count(), _global_hook_ids()
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Sequential(nn.Linear(3, 2), nn.ReLU()))
+    got = call_learner_code(count_calls, model, torch.randn(2, 4))
+    leaked = _global_hook_count() != before
+    _remove_new_global_hooks(before_ids)
+    expect(
+        not leaked,
+        "a global hook is still registered after count_calls returned: every model in the process now runs "
+        "it. Remove it before returning (a `with` block around the forward does that for you).",
+    )
+    expect(isinstance(got, dict), f"count_calls should return a dict {{class name: calls}}, got {type(got).__name__}")
+    expected = {"Sequential": 2, "Linear": 2, "ReLU": 2}
+    expect(
+        got == expected,
+        f"for a Sequential(Linear, ReLU, Sequential(Linear, ReLU)) expected {expected}, got {got}. Hint: a global "
+        "forward hook runs for every module call, containers included; count type(module).__name__.",
+    )
+    try:
+        count_calls(_Boom(), torch.randn(2, 4))
+    except RuntimeError:
+        pass
+    leaked = _global_hook_count() != before
+    _remove_new_global_hooks(before_ids)
+    expect(
+        not leaked,
+        "when the model's forward raises, your global hook stays registered. Use `with handle:` (or "
+        "try/finally) so that it is removed on every exit path.",
+    )
+    passed("count_calls counts every module call with a global hook and removes it, even when forward raises")
+
+
+def check_attach_once(attach_once: Callable[[nn.Module, Callable[..., Any]], Any]) -> None:
+    """Check ``attach_once(module, hook)``: calling it again replaces the module's hook instead of stacking."""
+    calls: list[str] = []
+
+    def first(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+        calls.append("first")
+
+    def second(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+        calls.append("second")
+
+    a, b = nn.Linear(2, 2), nn.Linear(2, 2)
+    x = torch.randn(1, 2)
+    call_learner_code(attach_once, a, first)
+    a(x)
+    expect(calls == ["first"], f"after one attach_once and one forward the hook should run once, ran {calls}")
+    calls.clear()
+    attach_once(a, first)
+    a(x)
+    expect(
+        calls == ["first"],
+        f"after calling attach_once twice the hook ran {len(calls)} times per forward: it stacked. Keep the handle "
+        "you got the first time (in a dict keyed by module) and remove it before registering again.",
+    )
+    calls.clear()
+    attach_once(a, second)
+    a(x)
+    expect(calls == ["second"], f"attaching a new hook should replace the old one; ran {calls}")
+    calls.clear()
+    attach_once(b, first)
+    a(x)
+    b(x)
+    expect(
+        calls == ["second", "first"],
+        f"attaching to another module must not remove the first module's hook; ran {calls}. Key the handles by module.",
+    )
+    expect(len(a._forward_hooks) == 1 and len(b._forward_hooks) == 1, "each module should hold exactly one hook")
+    passed("attach_once replaces instead of stacking, one hook per module")
+
+
+def check_safe_hook(make_safe_hook: Callable[[list[Tensor]], Callable[..., Any]]) -> None:
+    """Check ``make_safe_hook(store)``: a forward hook that appends a detached copy of the output to ``store``."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(inplace=True))
+    x = torch.randn(5, 3)
+    with torch.no_grad():
+        expected = model[0](x).clone()
+    store: list[Tensor] = []
+    hook = call_learner_code(make_safe_hook, store)
+    expect(callable(hook), "make_safe_hook(store) should return a hook function (module, args, output)")
+    handle = model[0].register_forward_hook(hook)
+    try:
+        model(x)
+    finally:
+        handle.remove()
+    expect(len(store) == 1, f"after one forward the store should hold 1 tensor, holds {len(store)}")
+    kept = store[0]
+    expect(isinstance(kept, Tensor), f"store a tensor, not {type(kept).__name__}")
+    expect(
+        kept.grad_fn is None and not kept.requires_grad,
+        "the stored tensor is still part of the autograd graph (it has a grad_fn): detach it, or it keeps the "
+        "whole graph of that forward alive",
+    )
+    if not torch.equal(kept, expected):
+        raise ExerciseNotSolved(
+            "the stored values are not the layer's output: the ReLU(inplace=True) after the layer overwrote them "
+            "(negative values became 0). Store a copy, not a view of the live tensor."
+        )
+    passed("the hook stores a detached copy that the in-place ReLU cannot change")
