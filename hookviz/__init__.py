@@ -1,8 +1,10 @@
 """hookviz: learn every PyTorch hook type live.
 
 The capture core (:mod:`hookviz.capture`) owns hook lifetime; :mod:`hookviz.inspect` lists and
-removes what is attached to a model; :mod:`hookviz.data` and :mod:`hookviz.models` ship the course's
-digits and its small trained CNN; :mod:`hookviz.doctor` checks the environment.
+removes what is attached to a model; :mod:`hookviz.summarize` and :mod:`hookviz.render` turn captured
+tensors into statistics and pictures; :mod:`hookviz.widgets` shows them live; :mod:`hookviz.data` and
+:mod:`hookviz.models` ship the course's digits and its small trained CNN; :mod:`hookviz.doctor` checks
+the environment.
 """
 
 from hookviz.capture import Capture, LayerRecord, capture, register, registered_keys, remove_key, resolve_layers
@@ -13,7 +15,27 @@ from hookviz.models import DigitsCNN, accuracy, load_pretrained_cnn, train_digit
 
 __version__ = "0.1.0"
 
+# The widgets import ipywidgets and matplotlib: load them on first use, so `import hookviz` stays light.
+_WIDGETS = (
+    "ExplorerState",
+    "HookTimeline",
+    "LayerExplorer",
+    "MonitorState",
+    "TimelineState",
+    "TrainingMonitor",
+    "digits_step_fn",
+)
+
+
+def __getattr__(name: str):
+    if name in _WIDGETS:
+        from hookviz import widgets
+
+        return getattr(widgets, name)
+    raise AttributeError(f"module 'hookviz' has no attribute {name!r}")
+
 __all__ = [
+    *_WIDGETS,
     "Capture",
     "DigitsCNN",
     "HookTable",

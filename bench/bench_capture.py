@@ -1,0 +1,117 @@
+"""Cost of watching every layer while training the bundled CNN (target: <= 1.3x the bare step).
+
+Three variants of the same training step (DigitsCNN, batch 64, AdamW), measured interleaved in
+rounds so that a noisy machine slows all of them alike, one thread:
+
+* bare: no hooks;
+* hookviz: ``MonitorState`` on every leaf layer (10 layers): ``hookviz.capture`` with a
+  ``StridedSample`` reducer (256 elements per tensor, the monitor's default) on activations and
+  output gradients, statistics and histograms computed every 10 steps in one vectorised pass, no
+  drawing (also shown: 1,024 elements per tensor, and recording every 2nd step);
+* naive: a forward hook per layer that calls ``torch.histc`` on the full output, plus a tensor
+  hook that does the same on the full gradient.
+
+The ratio of a variant is the median over rounds of (variant time / bare time of the same round):
+pairing cancels the slow swings of a shared machine. Prints medians and ratios; exits 1 when hookviz
+costs more than 1.3x the bare step.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import hookviz  # noqa: E402
+from hookviz.widgets.monitor import MonitorState, digits_step_fn  # noqa: E402
+
+TARGET = 1.3
+ROUNDS, STEPS = 16, 60
+
+
+def main() -> int:
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = hookviz.DigitsCNN()
+    step = digits_step_fn(model)
+    leaves = [name for name, m in model.named_modules() if name and not list(m.children())]
+    monitor = MonitorState(model, step, layers=leaves, history=1000)
+    monitor1k = MonitorState(model, step, layers=leaves, history=1000, sample=1024, key="bench.1k")
+    monitor2 = MonitorState(model, step, layers=leaves, history=1000, capture_every=2, key="bench.2")
+
+    def naive_on() -> list:
+        def grad_hook(g: torch.Tensor) -> None:
+            torch.histc(g, bins=40)
+
+        def fwd(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
+            torch.histc(out.detach(), bins=40)
+            if out.requires_grad:
+                out.register_hook(grad_hook)
+
+        return [m.register_forward_hook(fwd) for name, m in model.named_modules() if name in leaves]
+
+    def time_bare() -> float:
+        t0 = time.perf_counter()
+        for _ in range(STEPS):
+            step()
+        return (time.perf_counter() - t0) / STEPS
+
+    def time_hookviz() -> float:
+        t0 = time.perf_counter()
+        monitor.run(STEPS)
+        return (time.perf_counter() - t0) / STEPS
+
+    def time_hookviz1k() -> float:
+        t0 = time.perf_counter()
+        monitor1k.run(STEPS)
+        return (time.perf_counter() - t0) / STEPS
+
+    def time_hookviz2() -> float:
+        t0 = time.perf_counter()
+        monitor2.run(STEPS)
+        return (time.perf_counter() - t0) / STEPS
+
+    def time_naive() -> float:
+        handles = naive_on()
+        try:
+            return time_bare()
+        finally:
+            for h in handles:
+                h.remove()
+
+    for _ in range(3):  # warm-up
+        time_bare(), time_hookviz(), time_hookviz1k(), time_hookviz2(), time_naive()
+    results: dict[str, list[float]] = {"bare": [], "hookviz": [], "hookviz1k": [], "hookviz2": [], "naive": []}
+    for _ in range(ROUNDS):
+        results["bare"].append(time_bare())
+        results["hookviz"].append(time_hookviz())
+        results["hookviz1k"].append(time_hookviz1k())
+        results["hookviz2"].append(time_hookviz2())
+        results["naive"].append(time_naive())
+    med = {k: statistics.median(v) for k, v in results.items()}
+    ratio = {k: statistics.median(a / b for a, b in zip(v, results["bare"], strict=True)) for k, v in results.items()}
+    assert not hookviz.list_hooks(model, include_global=False), "hooks left behind"
+    ratio_hv = ratio["hookviz"]
+    print(f"bench_capture: DigitsCNN batch 64, {len(leaves)} layers watched, {ROUNDS}x{STEPS} steps per variant")
+    print(f"  bare step                        {med['bare'] * 1e3:7.2f} ms")
+    print(f"  hookviz monitor (256/tensor)     {med['hookviz'] * 1e3:7.2f} ms   x{ratio_hv:.2f}  (target <= {TARGET})")
+    print(f"  hookviz monitor (1024/tensor)    {med['hookviz1k'] * 1e3:7.2f} ms   x{ratio['hookviz1k']:.2f}")
+    print(f"  hookviz, recording every 2nd step {med['hookviz2'] * 1e3:6.2f} ms   x{ratio['hookviz2']:.2f}")
+    print(f"  naive histc on full tensors      {med['naive'] * 1e3:7.2f} ms   x{ratio['naive']:.2f}")
+    print(f"  statistics kept: {len(monitor.history)} steps of {monitor.step}")
+    if ratio_hv > TARGET:
+        print(f"FAIL: hookviz capture costs x{ratio_hv:.2f} > x{TARGET}")
+        return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""Cheap statistics and histograms of tensors, with bounded memory.
+
+Second stage of the hookviz data flow (capture -> **summary** -> render -> widget). Two jobs:
+
+* :class:`StridedSample` is a ``reduce=`` function for :func:`hookviz.capture`: inside the hook it
+  keeps a fixed strided sample of about ``n`` elements (one view and one copy), so that a hook on every
+  layer of a training step stays cheap. The stride is a prime, so the sample does not keep landing on
+  the same pixel of every channel the way a power-of-two stride would.
+* :func:`sample_stats`, :func:`abs_histograms` and :func:`log_histograms` turn many such samples (all
+  layers, several steps) into statistics in one vectorised numpy pass, long after the hooks ran.
+  :func:`histogram` summarises one full array for the explorer (NaN and Inf counted, not dropped).
+
+Nothing here touches autograd: every function gets a detached tensor or a numpy array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import torch
+from torch import Tensor
+
+__all__ = [
+    "GRAD_LOG_RANGE",
+    "Histogram",
+    "Padded",
+    "StridedSample",
+    "abs_histograms",
+    "as_numpy",
+    "histogram",
+    "log_histograms",
+    "nice_limit",
+    "pad_samples",
+    "prime_stride",
+    "sample_stats",
+]
+
+# Gradient sizes are histogrammed as log10|g| in quarter decades from 1e-10 to 1.
+GRAD_LOG_RANGE = (-10.0, 0.0)
+
+
+def _is_prime(n: int) -> bool:
+    if n < 2:
+        return False
+    if n % 2 == 0:
+        return n == 2
+    f = 3
+    while f * f <= n:
+        if n % f == 0:
+            return False
+        f += 2
+    return True
+
+
+@lru_cache(maxsize=1024)
+def prime_stride(numel: int, n: int) -> int:
+    """The stride for a sample of about ``n`` of ``numel`` elements: 1 when all fit, else a prime >= numel/n.
+
+    A prime stride spreads the sample over channels *and* positions of an ``(N, C, H, W)`` tensor;
+    a stride such as 32 on 8x8 maps would pick the same two pixels of every map.
+    """
+    if n <= 0:
+        raise ValueError(f"sample size must be positive, got {n}")
+    if numel <= n:
+        return 1
+    stride = max(2, -(-numel // n))
+    while not _is_prime(stride):
+        stride += 1
+    return stride
+
+
+class StridedSample:
+    """A ``reduce=`` function for :func:`hookviz.capture`: keep a fixed strided sample of each tensor.
+
+    ``StridedSample(1024)(t)`` returns a new 1-D float32 CPU tensor of at most about 1,024 elements of
+    ``t`` (every ``prime_stride``-th element in row-major order). The same positions are taken on every
+    call with the same shape, so statistics over steps compare like with like.
+    """
+
+    def __init__(self, n: int = 1024) -> None:
+        if n <= 0:
+            raise ValueError(f"sample size must be positive, got {n}")
+        self.n = n
+        self._index: dict[tuple[int, torch.device], Tensor] = {}
+
+    def __call__(self, t: Tensor) -> Tensor:
+        numel = t.numel()
+        key = (numel, t.device)
+        index = self._index.get(key)
+        if index is None:
+            stride = prime_stride(numel, self.n)
+            index = self._index[key] = torch.arange(0, numel, stride, device=t.device)
+        # torch.take reads the tensor in logical (row-major) order, contiguous or not, and returns
+        # a new tensor: one operation per hook.
+        sample = torch.take(t, index)
+        if sample.dtype != torch.float32 or sample.device.type != "cpu":
+            sample = sample.to("cpu", dtype=torch.float32)
+        return sample
+
+    def __repr__(self) -> str:
+        return f"StridedSample(n={self.n})"
+
+
+def as_numpy(value: Tensor | np.ndarray) -> np.ndarray:
+    """A float numpy array of ``value`` (a detached tensor is converted; float16/bfloat16 become float32)."""
+    if isinstance(value, Tensor):
+        value = value.detach()
+        if value.dtype in (torch.float16, torch.bfloat16) or not value.is_floating_point():
+            value = value.float()
+        return value.cpu().numpy()
+    return np.asarray(value)
+
+
+class Padded:
+    """Samples stacked once by :func:`pad_samples`: pass it instead of a list to skip re-stacking.
+
+    ``values`` is ``(S, width)`` float32 with zeros after each sample's end, ``mask`` marks the real
+    entries, ``lengths`` the sample sizes, and ``all_finite`` says no NaN/Inf is present (fast path).
+    """
+
+    __slots__ = ("all_finite", "lengths", "mask", "values")
+
+    def __init__(self, values: np.ndarray, mask: np.ndarray, lengths: np.ndarray) -> None:
+        self.values = values
+        self.mask = mask
+        self.lengths = lengths
+        self.all_finite = bool(np.isfinite(values).all())
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def pad_samples(samples: Sequence[Tensor | np.ndarray] | Padded) -> Padded:
+    """Stack samples of different lengths into one zero-padded ``(S, max_len)`` float32 array.
+
+    Samples of equal length (the same layer at different steps) are stacked in one operation, and
+    row-wise reductions over the padded array are several times faster than scattering with
+    ``np.bincount`` over one long concatenation. Every function below accepts the result.
+    """
+    if isinstance(samples, Padded):
+        return samples
+    samples = list(samples)
+    lengths = np.array([s.numel() if isinstance(s, Tensor) else np.size(s) for s in samples], dtype=np.int64)
+    width = int(lengths.max()) if len(lengths) else 0
+    buf = np.zeros((len(samples), max(width, 1)), dtype=np.float32)
+    groups: dict[int, list[int]] = {}
+    for i, size in enumerate(lengths.tolist()):
+        if size:
+            groups.setdefault(size, []).append(i)
+    for size, rows in groups.items():
+        items = [samples[i] for i in rows]
+        if all(isinstance(t, Tensor) and t.ndim == 1 for t in items):  # StridedSample output: stack as is
+            block = as_numpy(torch.stack(items))
+        elif all(isinstance(t, Tensor) for t in items):
+            block = as_numpy(torch.stack([t.detach().reshape(-1) for t in items]))
+        else:
+            block = np.stack([as_numpy(a).reshape(-1) for a in items])
+        buf[rows, :size] = block
+    mask = np.arange(buf.shape[1])[None, :] < lengths[:, None]
+    return Padded(buf, mask, lengths)
+
+
+def sample_stats(samples: Sequence[Tensor | np.ndarray] | Padded) -> dict[str, np.ndarray]:
+    """Statistics of each sample, all computed in one vectorised pass.
+
+    Returns a dict of arrays with one entry per sample: ``n``, ``mean``, ``std``, ``abs_mean``,
+    ``max_abs``, ``frac_zero`` (all over the finite values), ``nan`` and ``inf`` (counts). A sample
+    with no finite value has NaN statistics, never an exception.
+    """
+    p = pad_samples(samples)
+    buf, mask = p.values, p.mask
+    if p.all_finite:  # the usual case: padding is zero, so plain row sums are right
+        x, n = buf, p.lengths
+        nan = inf = np.zeros(len(buf), dtype=np.int64)
+        zeros = (buf == 0).sum(axis=1) - (buf.shape[1] - p.lengths)
+    else:
+        nan = (np.isnan(buf) & mask).sum(axis=1)
+        inf = (np.isinf(buf) & mask).sum(axis=1)
+        finite = np.isfinite(buf) & mask
+        x = np.where(finite, buf, np.float32(0))
+        n = finite.sum(axis=1)
+        zeros = ((buf == 0) & finite).sum(axis=1)
+    absx = np.abs(x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = x.sum(axis=1, dtype=np.float64) / n
+        var = np.maximum(np.einsum("ij,ij->i", x, x, dtype=np.float64) / n - mean * mean, 0.0)
+        abs_mean = absx.sum(axis=1, dtype=np.float64) / n
+        frac_zero = zeros / n
+    max_abs = absx.max(axis=1).astype(np.float64)
+    max_abs[n == 0] = np.nan
+    return {
+        "n": np.asarray(n).astype(np.int64),
+        "mean": mean,
+        "std": np.sqrt(var),
+        "abs_mean": abs_mean,
+        "max_abs": max_abs,
+        "frac_zero": frac_zero,
+        "nan": np.asarray(nan).astype(np.int64),
+        "inf": np.asarray(inf).astype(np.int64),
+    }
+
+
+def _row_bincount(idx: np.ndarray, weights: np.ndarray, bins: int) -> np.ndarray:
+    rows = idx.shape[0]
+    flat = idx + (np.arange(rows, dtype=np.int64) * bins)[:, None]
+    return np.bincount(flat.ravel(), weights=weights.ravel(), minlength=rows * bins).reshape(rows, bins)
+
+
+def abs_histograms(
+    samples: Sequence[Tensor | np.ndarray] | Padded, limits: Sequence[float], bins: int = 40
+) -> np.ndarray:
+    """Histogram of ``|x|`` for each sample in ``bins`` equal bins over ``[0, limit]`` (one limit per sample).
+
+    This is the fastai "colorful dimension" histogram. Values above the limit are counted in the last
+    bin; NaN and Inf are left out (count them with :func:`sample_stats`). Returns ``(len(samples), bins)``.
+    """
+    p = pad_samples(samples)
+    buf = p.values
+    lim = np.asarray(limits, dtype=np.float32)
+    if lim.shape != (len(buf),) or np.any(~np.isfinite(lim)) or np.any(lim <= 0):
+        raise ValueError("limits must be one positive, finite number per sample")
+    finite = p.mask if p.all_finite else np.isfinite(buf) & p.mask
+    scaled = np.abs(buf if p.all_finite else np.where(finite, buf, np.float32(0))) * (bins / lim)[:, None]
+    idx = np.minimum(scaled, bins - 1).astype(np.int64)
+    return _row_bincount(idx, finite, bins)
+
+
+def log_histograms(
+    samples: Sequence[Tensor | np.ndarray] | Padded,
+    lo: float = GRAD_LOG_RANGE[0],
+    hi: float = GRAD_LOG_RANGE[1],
+    bins: int = 40,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Histogram of ``log10|x|`` for each sample over ``[lo, hi]``: how big gradients are, across decades.
+
+    Exact zeros, NaN and Inf are left out (see :func:`sample_stats`); values outside the range go
+    to the first or last bin. Returns ``(counts of shape (len(samples), bins), edges)``.
+    """
+    p = pad_samples(samples)
+    buf = p.values
+    keep = (buf != 0) if p.all_finite else np.isfinite(buf) & p.mask & (buf != 0)
+    logs = np.log10(np.abs(np.where(keep, buf, np.float32(1))))
+    idx = np.clip((logs - lo) * (bins / (hi - lo)), 0, bins - 1).astype(np.int64)
+    return _row_bincount(idx, keep, bins), np.linspace(lo, hi, bins + 1)
+
+
+def nice_limit(value: float) -> float:
+    """Round a positive magnitude up to 1, 2 or 5 times a power of ten (1 for zero, NaN or Inf)."""
+    if not np.isfinite(value) or value <= 0:
+        return 1.0
+    exp = np.floor(np.log10(value))
+    for m in (1.0, 2.0, 5.0, 10.0):
+        if m * 10**exp >= value:
+            return float(m * 10**exp)
+    return float(10 ** (exp + 1))
+
+
+@dataclass
+class Histogram:
+    """A histogram of the finite values of an array, with the values it could not place counted."""
+
+    counts: np.ndarray
+    edges: np.ndarray
+    total: int
+    nan: int
+    inf: int
+
+    @property
+    def finite(self) -> int:
+        """How many values were finite (and are in ``counts``)."""
+        return self.total - self.nan - self.inf
+
+    def summary(self) -> str:
+        """One line: how many values, the range, and the NaN/Inf counts."""
+        lo, hi = (float(self.edges[0]), float(self.edges[-1])) if self.finite else (float("nan"), float("nan"))
+        return f"{self.total} values, range [{lo:.3g}, {hi:.3g}], NaN {self.nan}, Inf {self.inf}"
+
+
+def histogram(values: Tensor | np.ndarray, bins: int = 40) -> Histogram:
+    """Histogram of the finite values of ``values`` in ``bins`` equal bins; NaN and Inf are counted apart.
+
+    All values equal (an all-zero gradient, for example) give one bin around that value instead of an
+    error. No finite value at all gives empty counts over ``[0, 1]``.
+    """
+    arr = as_numpy(values).reshape(-1)
+    nan = int(np.isnan(arr).sum())
+    inf = int(np.isinf(arr).sum())
+    finite = arr[np.isfinite(arr)]
+    if finite.size == 0:
+        return Histogram(np.zeros(bins, np.int64), np.linspace(0.0, 1.0, bins + 1), int(arr.size), nan, inf)
+    lo, hi = float(finite.min()), float(finite.max())
+    if hi - lo < 1e-12 * max(1.0, abs(lo)):
+        pad = 0.5 if lo == 0 else abs(lo) * 0.5
+        lo, hi = lo - pad, hi + pad
+    counts, edges = np.histogram(finite, bins=bins, range=(lo, hi))
+    return Histogram(counts.astype(np.int64), edges, int(arr.size), nan, inf)

@@ -1,0 +1,88 @@
+"""hookviz.summarize: strided samples, vectorised statistics and histograms (NaN/Inf counted)."""
+
+import numpy as np
+import pytest
+import torch
+
+import hookviz
+from hookviz.summarize import (
+    StridedSample,
+    abs_histograms,
+    histogram,
+    log_histograms,
+    nice_limit,
+    pad_samples,
+    prime_stride,
+    sample_stats,
+)
+
+
+def test_prime_stride_spreads_over_positions() -> None:
+    assert prime_stride(100, 1000) == 1
+    stride = prime_stride(64 * 8 * 8 * 8, 1024)
+    assert stride >= 32 and all(stride % p for p in range(2, stride))
+    # positions inside each 8x8 map that the sample visits: many, not the two a stride of 32 gives
+    positions = {(i % 64) for i in range(0, 64 * 8 * 8 * 8, stride)}
+    assert len(positions) == 64
+
+
+def test_strided_sample_is_a_copy_of_fixed_positions() -> None:
+    t = torch.arange(10_000, dtype=torch.float32).reshape(10, 10, 100)
+    reduce = StridedSample(100)
+    s = reduce(t)
+    assert s.ndim == 1 and 90 <= len(s) <= 100
+    assert torch.equal(s, reduce(t.clone()))
+    t.zero_()
+    assert s.sum() > 0  # the sample does not share memory with the live tensor
+    # non-contiguous tensors are sampled in logical order too
+    nc = torch.arange(100.0).reshape(10, 10).t()
+    assert torch.equal(StridedSample(1000)(nc), nc.reshape(-1))
+    assert StridedSample(10)(torch.ones(3, dtype=torch.float16)).dtype == torch.float32
+    with pytest.raises(ValueError):
+        StridedSample(0)
+
+
+def test_sample_stats_counts_nonfinite_and_empty() -> None:
+    samples = [torch.tensor([1.0, -2.0, 0.0, float("nan")]), torch.tensor([]), torch.tensor([float("inf"), 3.0])]
+    stats = sample_stats(samples)
+    assert stats["n"].tolist() == [3, 0, 1]
+    assert stats["nan"].tolist() == [1, 0, 0] and stats["inf"].tolist() == [0, 0, 1]
+    assert stats["mean"][0] == pytest.approx(-1 / 3) and np.isnan(stats["mean"][1])
+    assert stats["frac_zero"][0] == pytest.approx(1 / 3)
+    assert stats["max_abs"][2] == 3.0
+    np.testing.assert_allclose(stats["std"][0], np.std([1.0, -2.0, 0.0]), rtol=1e-6)
+
+
+def test_histograms_per_row() -> None:
+    samples = [np.array([0.1, 0.6, 5.0]), np.array([2e-3, -2e-3, 0.0, np.nan])]
+    padded = pad_samples(samples)
+    counts = abs_histograms(padded, [1.0, 1.0], bins=2)
+    assert counts.tolist() == [[1, 2], [3, 0]]  # 5.0 goes to the last bin; zero counts, NaN left out
+    logs, edges = log_histograms(samples, lo=-4, hi=0, bins=4)
+    assert logs[1].tolist() == [0, 2, 0, 0]  # log10(2e-3) = -2.7 -> second bin; zero and NaN left out
+    assert edges[0] == -4 and edges[-1] == 0
+    with pytest.raises(ValueError):
+        abs_histograms(samples, [1.0], bins=2)
+
+
+def test_histogram_constant_nan_and_empty() -> None:
+    h = histogram(np.zeros(10))
+    assert h.counts.sum() == 10 and h.edges[0] < 0 < h.edges[-1]
+    h = histogram(torch.tensor([1.0, float("nan"), float("inf"), 2.0]))
+    assert (h.nan, h.inf, h.finite, h.counts.sum()) == (1, 1, 2, 2)
+    assert "NaN 1, Inf 1" in h.summary()
+    h = histogram(np.array([np.nan, np.nan]))
+    assert h.counts.sum() == 0 and h.nan == 2
+
+
+def test_nice_limit() -> None:
+    assert [nice_limit(v) for v in (0.7, 1.0, 1.2, 3.0, 7.0, 0.0, float("nan"))] == [1.0, 1.0, 2.0, 5.0, 10.0, 1.0, 1.0]
+
+
+def test_strided_sample_as_capture_reducer_keeps_little() -> None:
+    model = hookviz.DigitsCNN()
+    x, y = hookviz.load_digits("test")
+    with hookviz.capture(model, ["features.0"], reduce=StridedSample(256)) as cap:
+        torch.nn.functional.cross_entropy(model(x[:64]), y[:64]).backward()
+    assert cap.activation("features.0").numel() <= 256
+    assert cap.gradient("features.0").numel() <= 256
