@@ -12,6 +12,8 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 # One thread per kernel: outputs are reproducible and two parallel test workers do not fight.
 export OMP_NUM_THREADS ?= 1
 export PYTHONHASHSEED := 0
+# pip's exit status survives this filter (pipefail); only its noise about local index folders goes.
+QUIET_PIP := { grep -v "^WARNING: Location" || true; }
 NBVAL := -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
@@ -21,8 +23,8 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-	set -o pipefail; $(PY) -m pip install --quiet $(PIP_EXTRA) -e '.[test]' 2>&1 | grep -v "^WARNING: Location" || exit 1
+	set -o pipefail; $(PY) -m pip install --quiet --upgrade pip 2>&1 | $(QUIET_PIP)
+	set -o pipefail; $(PY) -m pip install --quiet $(PIP_EXTRA) -e '.[test]' 2>&1 | $(QUIET_PIP)
 	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'expected CPU torch 2.13.0, got {v} (cuda {torch.version.cuda})')"
 	touch $(STAMP)
 
@@ -35,8 +37,14 @@ test: setup lint test-unit test-notebooks test-browser
 lint: setup
 	$(VENV)/bin/ruff check .
 
-test-unit: setup
-	$(PY) -m pytest -p no:cacheprovider -q tests
+# repo2docker (to check that binder/ is detected) lives in its own small venv: its pins are not the course's.
+R2D := $(VENV)/repo2docker/bin/repo2docker
+$(R2D): | $(STAMP)
+	$(PYTHON) -m venv $(VENV)/repo2docker
+	set -o pipefail; $(VENV)/repo2docker/bin/pip install --quiet jupyter-repo2docker==2026.4.0 2>&1 | $(QUIET_PIP)
+
+test-unit: setup $(R2D)
+	REPO2DOCKER=$(R2D) $(PY) -m pytest -p no:cacheprovider -q tests
 
 test-notebooks: setup
 	$(PY) -m pytest $(NBVAL) -n 2 --dist loadscope -q notebooks

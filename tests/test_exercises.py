@@ -1,0 +1,129 @@
+"""Exercises in the teacher notebooks are well formed, solved, and backed by a documented checker module.
+
+No kernel is started here: these tests read the notebooks' stored outputs (which nbval re-verifies on
+every ``make test``) and import the checker modules. ``tests/test_student.py`` proves the other half,
+that each check fails without its solution.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NB_DIR = Path(os.environ.get("HOOKVIZ_NOTEBOOK_DIR", REPO / "notebooks"))
+NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+#: Notebooks allowed to have fewer than two exercises (the welcome tour and the FAQ).
+FEW_EXERCISES_OK = {"00", "10"}
+MIN_EXERCISES, MAX_EXERCISES = 2, 4
+
+
+def _load_make_student():
+    spec = importlib.util.spec_from_file_location("make_student", REPO / "scripts" / "make_student.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_student", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_student = _load_make_student()
+
+
+def tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def number(path: Path) -> str:
+    return path.name[:2]
+
+
+def stdout_text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+
+
+def read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def nb_id(path: Path) -> str:
+    return path.stem
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)
+def test_exercises_are_triples_in_order(path):
+    """Each exercise is exactly one exercise, one solution and one check cell, in that order."""
+    found = make_student.exercises(read(path))  # raises ValueError with the offending cells
+    if number(path) in FEW_EXERCISES_OK:
+        assert len(found) <= MAX_EXERCISES
+    else:
+        assert MIN_EXERCISES <= len(found) <= MAX_EXERCISES, f"{path.name} has {len(found)} exercises, wants 2-4"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)
+def test_exercise_stubs_are_unsolved(path):
+    """The stub the learner edits raises NotImplementedError or leaves ``answer = None``-style blanks."""
+    nb = read(path)
+    for ex in make_student.exercises(nb):
+        source = nb.cells[ex.exercise].source
+        assert "NotImplementedError" in source or re.search(r"=\s*None\b", source), (
+            f"{path.name} exercise {ex.number}: the stub should `raise NotImplementedError` or set a name to None"
+        )
+        assert source.strip() != nb.cells[ex.solution].source.strip(), "the stub must differ from the solution"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)
+def test_teacher_checks_pass_in_the_stored_outputs(path):
+    """In the teacher notebook every solution ran cleanly and every check printed its ✓ (nbval re-checks)."""
+    nb = read(path)
+    for ex in make_student.exercises(nb):
+        for role, index in (("solution", ex.solution), ("check", ex.check)):
+            cell = nb.cells[index]
+            assert cell.execution_count is not None, f"{path.name} exercise {ex.number}: the {role} cell never ran"
+            errs = [o for o in cell.outputs if o.get("output_type") == "error"]
+            assert not errs, f"{path.name} exercise {ex.number}: the {role} cell raised {errs[0]['ename']}"
+        assert "✓" in stdout_text(nb.cells[ex.check]), f"{path.name} exercise {ex.number}: the check shows no ✓"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)
+def test_checks_use_the_notebooks_checker_module(path):
+    """Checkers live in ``hookviz.exercises.nbNN`` (NN = the notebook's number), not in the notebook."""
+    nb = read(path)
+    if not make_student.exercises(nb):
+        pytest.skip("no exercises")
+    module = f"nb{number(path)}"
+    sources = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    pattern = rf"hookviz\.exercises\.{module}\b|from\s+hookviz\.exercises\s+import\s+[^\n]*\b{module}\b"
+    assert re.search(pattern, sources), f"{path.name} should import its checkers from hookviz.exercises.{module}"
+    assert (REPO / "hookviz" / "exercises" / f"{module}.py").is_file()
+
+
+def _checker_modules() -> list[str]:
+    folder = REPO / "hookviz" / "exercises"
+    return sorted(p.stem for p in folder.glob("nb[0-9][0-9].py"))
+
+
+@pytest.mark.parametrize("module_name", _checker_modules())
+def test_checker_module_is_documented_and_typed(module_name):
+    """Each public checker has a docstring and type hints, and the module explains itself."""
+    module = importlib.import_module(f"hookviz.exercises.{module_name}")
+    assert (module.__doc__ or "").strip(), f"hookviz.exercises.{module_name} needs a module docstring"
+    public = [
+        obj
+        for name, obj in vars(module).items()
+        if not name.startswith("_") and inspect.isfunction(obj) and obj.__module__ == module.__name__
+    ]
+    assert public, f"hookviz.exercises.{module_name} defines no checker"
+    for fn in public:
+        assert (fn.__doc__ or "").strip(), f"{module_name}.{fn.__name__} needs a docstring"
+        sig = inspect.signature(fn)
+        missing = [p.name for p in sig.parameters.values() if p.annotation is inspect.Parameter.empty]
+        assert not missing, f"{module_name}.{fn.__name__}: parameters without type hints: {missing}"
+        assert sig.return_annotation is not inspect.Signature.empty, f"{module_name}.{fn.__name__}: no return type"
