@@ -10,35 +10,16 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-import os
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from notebook_tools import NOTEBOOKS, REPO, make_student, nb_id
 
-REPO = Path(__file__).resolve().parents[1]
-NB_DIR = Path(os.environ.get("HOOKVIZ_NOTEBOOK_DIR", REPO / "notebooks"))
-NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 #: Notebooks allowed to have fewer than two exercises (the welcome tour and the FAQ).
 FEW_EXERCISES_OK = {"00", "10"}
 MIN_EXERCISES, MAX_EXERCISES = 2, 4
-
-
-def _load_make_student():
-    spec = importlib.util.spec_from_file_location("make_student", REPO / "scripts" / "make_student.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_student", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_student = _load_make_student()
-
-
-def tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
 
 
 def number(path: Path) -> str:
@@ -51,10 +32,6 @@ def stdout_text(cell) -> str:
 
 def read(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
-
-
-def nb_id(path: Path) -> str:
-    return path.stem
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)

@@ -19,7 +19,6 @@ runs only with ``HOOKVIZ_PER_EXERCISE=1`` (it costs one kernel run per exercise)
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -28,28 +27,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from notebook_tools import NB_DIR, NOTEBOOKS, make_student, nb_id, tags
 
-REPO = Path(__file__).resolve().parents[1]
-NB_DIR = Path(os.environ.get("HOOKVIZ_NOTEBOOK_DIR", REPO / "notebooks"))
-NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 CELL_TIMEOUT = 120  # seconds per cell; a whole notebook takes 10-30 s
 NOTEBOOK_TIMEOUT = 600
 NOT_SOLVED = "ExerciseNotSolved"
-
-
-def _load_make_student():
-    spec = importlib.util.spec_from_file_location("make_student", REPO / "scripts" / "make_student.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_student", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_student = _load_make_student()
-
-
-def tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
 
 
 def errors(cell) -> list[dict]:
@@ -80,10 +62,6 @@ def run_notebook(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
         resources={"metadata": {"path": str(cwd)}},
     )
     return client.execute(env=kernel_env(), cwd=str(cwd))
-
-
-def nb_id(path: Path) -> str:
-    return path.stem
 
 
 # ---------------------------------------------------------------- the script itself (no kernel)
