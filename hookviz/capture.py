@@ -228,6 +228,9 @@ class Capture:
         self.records: dict[str, LayerRecord] = {
             name: LayerRecord(name, type(mod).__name__) for name, mod in layers.items()
         }
+        # (layer, call) in the order the calls happened: forward hooks, then gradients as backward runs
+        self.forward_order: list[tuple[str, int]] = []
+        self.backward_order: list[tuple[str, int]] = []
         self._active = False
 
     # -- lifetime ------------------------------------------------------------------------------
@@ -267,6 +270,8 @@ class Capture:
             rec.activations.clear()
             rec.gradients.clear()
             rec.notes.clear()
+        self.forward_order.clear()
+        self.backward_order.clear()
 
     # -- hooks ---------------------------------------------------------------------------------
     def _keep(self, t: Tensor) -> Any:
@@ -286,6 +291,7 @@ class Capture:
                 record.note(f"output of type {type(output).__name__} holds no tensor; nothing captured")
             record.activations.append(_map_tensors(output, self._keep))
             record.gradients.append(None)
+            self.forward_order.append((name, call))
             if not self.grads:
                 return
             needs_grad = [(path, t) for path, t in tensors if t.requires_grad]
@@ -309,6 +315,8 @@ class Capture:
 
         def grad_hook(grad: Tensor) -> None:
             kept = self._keep(grad)
+            if not self.backward_order or self.backward_order[-1] != (record.name, call):
+                self.backward_order.append((record.name, call))
             if structure is None:
                 record.gradients[call] = kept
                 return
@@ -377,6 +385,22 @@ class Capture:
                 counts["grad_inf"] += inf
             result[name] = counts
         return result
+
+    def first_nonfinite(self, where: str = "activations") -> tuple[str, int] | None:
+        """The first ``(layer, call)``, in execution order, whose output holds NaN or Inf.
+
+        ``where="gradients"`` looks at the output gradients instead, in the order backward produced
+        them. Returns ``None`` when every captured value is finite. Needs ``reduce=None`` (the default).
+        """
+        if where not in ("activations", "gradients"):
+            raise ValueError(f"where must be 'activations' or 'gradients', not {where!r}")
+        order = self.forward_order if where == "activations" else self.backward_order
+        for name, call in order:
+            record = self.records[name]
+            value = (record.activations if where == "activations" else record.gradients)[call]
+            if any(_count_nonfinite(value)):
+                return name, call
+        return None
 
     def __repr__(self) -> str:
         state = "active" if self._active else "stopped"

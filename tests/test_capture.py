@@ -269,3 +269,22 @@ def test_one_hundred_captures_do_not_grow_memory():
     growth = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
     assert growth < 200_000, f"python-side memory grew by {growth} bytes over 100 captures"
     assert hook_count(model) == 0 and registered_keys(model) == {}
+
+
+def test_first_nonfinite_names_the_layer_where_nan_or_inf_appears_first():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 1))
+    with torch.no_grad():
+        model[2].weight[0, 0] = float("inf")
+    with hookviz.capture(model) as cap:
+        model(torch.randn(4, 3)).sum().backward()
+    assert cap.first_nonfinite() == ("2", 0)  # later layers are non-finite too, but layer 2 came first
+    assert cap.forward_order == [(str(i), 0) for i in range(5)]
+    assert cap.backward_order[0] == ("4", 0)
+    assert cap.first_nonfinite("gradients") is not None
+    clean = nn.Sequential(nn.Linear(3, 3))
+    with hookviz.capture(clean) as cap:
+        clean(torch.randn(2, 3)).sum().backward()
+    assert cap.first_nonfinite() is None and cap.first_nonfinite("gradients") is None
+    with pytest.raises(ValueError, match="where must be"):
+        cap.first_nonfinite("inputs")
