@@ -66,7 +66,7 @@ def check_halve_input_grads(hook: Callable[..., Any]) -> None:
     expect(x.grad is not None, "the input got no gradient at all: return the halved gradients, not zeros or None")
     expect(
         not torch.allclose(x.grad, true_x),
-        "the input gradient is unchanged: a full backward hook changes grad_input only through its return value",
+        "the input gradient is unchanged: return the new gradients from the hook (a new tuple)",
     )
     expect(torch.allclose(x.grad, true_x / 2), "the input gradient should be exactly half of the true one")
     expect(
