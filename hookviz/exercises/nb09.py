@@ -1,4 +1,4 @@
-"""Checkers for notebook 09, hooks in production (sampling hooks, TorchScript pre-hooks, DDP comm hooks).
+"""Checkers for notebook 09, hooks in production (TorchScript pre-hooks, sampling hooks, DDP comm hooks).
 
 Each ``check_*`` function runs the learner's code on a small case, prints ``✓ ...`` when it behaves
 as asked and raises :class:`~hookviz.exercises.ExerciseNotSolved` with a hint otherwise.
@@ -21,7 +21,7 @@ __all__ = ["check_sampled_hook", "check_script_pre_hook", "check_local_only_comm
 
 
 def check_sampled_hook(make_sampled_hook: Callable[[list, int], Callable[..., Any]]) -> None:
-    """Exercise 1: ``make_sampled_hook(store, every)`` returns a forward hook that appends the mean of
+    """Exercise 2: ``make_sampled_hook(store, every)`` returns a forward hook that appends the mean of
     the module's output (a Python float) to ``store`` on calls 0, ``every``, ``2 * every``, ...
     and does nothing on the other calls. It must not change the output."""
     torch.manual_seed(0)
@@ -61,7 +61,7 @@ def check_sampled_hook(make_sampled_hook: Callable[[list, int], Callable[..., An
 
 
 def check_script_pre_hook(hook: Callable[..., Any]) -> None:
-    """Exercise 2: ``hook`` is a forward pre-hook that doubles a module's (single) input and that
+    """Exercise 1: ``hook`` is a forward pre-hook that doubles a module's (single) input and that
     ``torch.jit.script`` can compile (both arguments and the return value annotated)."""
     torch.manual_seed(0)
     layer = nn.Linear(4, 2)
