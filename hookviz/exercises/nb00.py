@@ -18,6 +18,17 @@ from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, pass
 __all__ = ["check_record_output_shapes", "check_grad_norm_logger"]
 
 
+class _ForwardFailed(RuntimeError):
+    """The error raised by :class:`_Fails`, so that the checker can tell it from the learner's own errors."""
+
+
+class _Fails(nn.Module):
+    """A leaf module whose forward always raises, to test that hooks are removed on the error path."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        raise _ForwardFailed("this layer fails on purpose")
+
+
 def _leaf_names(model: nn.Module) -> list[str]:
     return [name for name, mod in model.named_modules() if name and not list(mod.children())]
 
@@ -77,6 +88,18 @@ def check_record_output_shapes(fn: Callable[[nn.Module, Tensor], dict[str, Any]]
             f"{left} hook(s) are still attached after your function returned. Keep the handles that "
             "register_forward_hook returns and call .remove() on each (a try/finally makes it safe).",
         )
+    # A forward pass that fails half-way: the hooks must still be removed.
+    failing = nn.Sequential(nn.Linear(3, 5), _Fails())
+    try:
+        call_learner_code(fn, failing, torch.zeros(4, 3))
+    except _ForwardFailed:
+        pass
+    left = _forward_hook_count(failing)
+    expect(
+        left == 0,
+        f"when the forward pass raised an error, {left} hook(s) stayed attached. Remove the hooks in a "
+        "`finally:` block so that they go even when model(x) fails.",
+    )
     passed("record_output_shapes returns every leaf's output shape and leaves no hook behind")
 
 

@@ -96,4 +96,4 @@ def check_quiz_survivors(answer: Any) -> None:
         f"{wrong} option(s) wrong. Hint: ask what each one copies: the whole Python object, only the tensors, "
         "or the pickled object",
     )
-    passed("right: hooks live on the module object, not in its tensors")
+    passed("right: module hooks live on the module object, not in its tensors")
