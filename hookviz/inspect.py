@@ -12,7 +12,9 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 import torch.nn.modules.module as _module_mod
+import torch.optim.optimizer as _optim_mod
 from torch import nn
 
 from hookviz.capture import forget_model
@@ -39,6 +41,20 @@ _GLOBAL_HOOK_DICTS = [
     ("_global_module_registration_hooks", "module_registration"),
     ("_global_parameter_registration_hooks", "parameter_registration"),
     ("_global_buffer_registration_hooks", "buffer_registration"),
+]
+
+_OPTIMIZER_HOOK_DICTS = [
+    ("_optimizer_step_pre_hooks", "step_pre"),
+    ("_optimizer_step_post_hooks", "step_post"),
+    ("_optimizer_state_dict_pre_hooks", "state_dict_pre"),
+    ("_optimizer_state_dict_post_hooks", "state_dict"),
+    ("_optimizer_load_state_dict_pre_hooks", "load_state_dict_pre"),
+    ("_optimizer_load_state_dict_post_hooks", "load_state_dict_post"),
+]
+
+_GLOBAL_OPTIMIZER_HOOK_DICTS = [
+    ("_global_optimizer_pre_hooks", "step_pre"),
+    ("_global_optimizer_post_hooks", "step_post"),
 ]
 
 _TENSOR_HOOK_ATTRS = [
@@ -131,14 +147,18 @@ class HookTable(list[HookRow]):
         return result
 
 
-def list_hooks(model: nn.Module, *, include_global: bool = True) -> HookTable:
+def list_hooks(
+    model: nn.Module, *, include_global: bool = True, optimizer: torch.optim.Optimizer | None = None
+) -> HookTable:
     """List every hook attached to ``model``, its submodules and its parameters.
 
     Rows name where the hook lives (a qualified module name, ``<root>`` for the model itself,
     ``param:<name>`` for a parameter, ``<global>`` for hooks that fire on every module), the kind
     (``forward_pre``, ``forward``, ``backward_pre``, ``backward``, ``state_dict``..., ``tensor``,
     ``post_accumulate_grad``), the hook function's name and its flags (``with_kwargs``,
-    ``always_call``, ``full`` or ``legacy`` backward hook).
+    ``always_call``, ``full`` or ``legacy`` backward hook). With ``optimizer``, its step and
+    state-dict hooks are listed too (``optimizer``), and the global optimizer step hooks
+    (``<global optimizer>``).
     """
     table = HookTable()
     for name, module in model.named_modules():
@@ -154,17 +174,36 @@ def list_hooks(model: nn.Module, *, include_global: bool = True) -> HookTable:
         for attr, kind in _GLOBAL_HOOK_DICTS:
             for hook_id, fn in getattr(_module_mod, attr, {}).items():
                 table.append(HookRow("<global>", kind, _describe(fn), _global_flags(attr, hook_id), hook_id))
+    if optimizer is not None:
+        for attr, kind in _OPTIMIZER_HOOK_DICTS:
+            for hook_id, fn in (getattr(optimizer, attr, None) or {}).items():
+                table.append(HookRow("optimizer", kind, _describe(fn), "", hook_id))
+        if include_global:
+            for attr, kind in _GLOBAL_OPTIMIZER_HOOK_DICTS:
+                for hook_id, fn in getattr(_optim_mod, attr, {}).items():
+                    table.append(HookRow("<global optimizer>", kind, _describe(fn), "", hook_id))
     return table
 
 
-def remove_all_hooks(model: nn.Module, *, include_global: bool = False) -> int:
+def remove_all_hooks(
+    model: nn.Module, *, include_global: bool = False, optimizer: torch.optim.Optimizer | None = None
+) -> int:
     """Remove every hook from ``model``, its submodules and parameters; return how many were removed.
 
     State-dict hooks are left alone (they are part of how some modules load their weights). Global
     module hooks affect every model in the process, so they are removed only with
-    ``include_global=True``.
+    ``include_global=True``. With ``optimizer``, its step hooks go too (and, with
+    ``include_global=True``, the global optimizer step hooks).
     """
     removed = 0
+    if optimizer is not None:
+        step_hooks = [getattr(optimizer, attr, None) for attr, kind in _OPTIMIZER_HOOK_DICTS if kind.startswith("step")]
+        if include_global:
+            step_hooks += [getattr(_optim_mod, attr, None) for attr, _ in _GLOBAL_OPTIMIZER_HOOK_DICTS]
+        for hooks in step_hooks:
+            if hooks:
+                removed += len(hooks)
+                hooks.clear()
     for module in model.modules():
         for attr, kind in _MODULE_HOOK_DICTS:
             if kind.startswith(("state_dict", "load_state_dict")):

@@ -3,6 +3,7 @@
 import torch
 import torch.nn.modules.module as module_mod
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import hookviz
 
@@ -90,3 +91,26 @@ def test_describes_bound_methods_with_their_class():
     layer.register_forward_hook(Recorder().hook)
     (row,) = hookviz.list_hooks(layer, include_global=False)
     assert row.hook.endswith("Recorder.hook")
+
+
+def test_optimizer_hooks_are_listed_when_the_optimizer_is_given():
+    model = nn.Linear(2, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt.register_step_pre_hook(noop)
+    opt.register_step_post_hook(noop)
+    opt.register_state_dict_pre_hook(noop)
+    handle = register_optimizer_step_post_hook(noop)
+    try:
+        assert hookviz.list_hooks(model, include_global=False) == []
+        rows = hookviz.list_hooks(model, optimizer=opt)
+        assert [(r.where, r.kind) for r in rows] == [
+            ("optimizer", "step_pre"),
+            ("optimizer", "step_post"),
+            ("optimizer", "state_dict_pre"),
+            ("<global optimizer>", "step_post"),
+        ]
+        assert hookviz.remove_all_hooks(model, optimizer=opt) == 2  # step hooks; state-dict hook stays
+        assert [r.kind for r in hookviz.list_hooks(model, optimizer=opt)] == ["state_dict_pre", "step_post"]
+        assert hookviz.remove_all_hooks(model, optimizer=opt, include_global=True) == 1
+    finally:
+        handle.remove()
