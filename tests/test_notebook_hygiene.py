@@ -20,9 +20,11 @@ NB_DIR = Path(os.environ.get("HOOKVIZ_NOTEBOOK_DIR", REPO / "notebooks"))
 NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 MAX_BYTES = 1_000_000
 VERDICTS = ("TRUE", "FALSE", "PARTLY", "OUTDATED")
-# Absolute paths of the machine that ran the notebook: home folders, the repo, temp dirs, interpreters.
+# Absolute paths of the machine that ran the notebook: the folder holding the checkout, home folders,
+# temp dirs, interpreters.
 MACHINE_PATH = re.compile(
-    r"(/work/|/home/|/root/|/tmp/|/Users/|/private/var/|site-packages|dist-packages|/usr/lib/python"
+    "(" + re.escape(str(REPO.parent) + "/") + "|"
+    r"/home/|/root/|/tmp/|/Users/|/private/var/|site-packages|dist-packages|/usr/lib/python"
     r"|/usr/local/lib/python|[A-Za-z]:\\\\Users\\\\|\.venv/)"
 )
 
