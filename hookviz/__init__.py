@@ -28,11 +28,13 @@ _WIDGETS = (
 
 
 def __getattr__(name: str):
+    """Import a widget class on first access (module-level ``__getattr__``, PEP 562)."""
     if name in _WIDGETS:
         from hookviz import widgets
 
         return getattr(widgets, name)
     raise AttributeError(f"module 'hookviz' has no attribute {name!r}")
+
 
 __all__ = [
     *_WIDGETS,

@@ -28,6 +28,8 @@ from torch.utils.hooks import RemovableHandle
 
 __all__ = [
     "Capture",
+    "iter_tensors",
+    "value_at",
     "LayerRecord",
     "capture",
     "register",
@@ -149,23 +151,37 @@ def _map_tensors(value: Any, fn: Callable[[Tensor], Any]) -> Any:
     return None
 
 
-def _tensors_in(value: Any) -> Iterator[tuple[tuple[int | str, ...], Tensor]]:
-    """Yield ``(path, tensor)`` for every tensor inside nested tuples / lists / dicts."""
+def iter_tensors(value: Any) -> Iterator[tuple[tuple[int | str, ...], Tensor]]:
+    """Yield ``(path, tensor)`` for every tensor inside nested tuples / lists / dicts, in order.
+
+    ``path`` is the sequence of indices / keys that leads to the tensor (``()`` for a bare tensor);
+    :func:`value_at` follows it in a captured activation or gradient.
+    """
     if isinstance(value, Tensor):
         yield (), value
     elif isinstance(value, (tuple, list)):
         for i, v in enumerate(value):
-            for path, t in _tensors_in(v):
+            for path, t in iter_tensors(v):
                 yield (i, *path), t
     elif isinstance(value, dict):
         for k, v in value.items():
-            for path, t in _tensors_in(v):
+            for path, t in iter_tensors(v):
                 yield (k, *path), t
+
+
+def value_at(value: Any, path: tuple[int | str, ...]) -> Any:
+    """The entry of a nested tuple / list / dict at ``path`` (from :func:`iter_tensors`), or None if absent."""
+    for step in path:
+        try:
+            value = value[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value
 
 
 def _count_nonfinite(value: Any) -> tuple[int, int]:
     nan = inf = 0
-    for _, t in _tensors_in(value):
+    for _, t in iter_tensors(value):
         if t.is_floating_point() or t.is_complex():
             nan += int(torch.isnan(t).sum())
             inf += int(torch.isinf(t).sum())
@@ -286,7 +302,7 @@ class Capture:
 
         def forward_hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
             call = len(record.activations)
-            tensors = list(_tensors_in(output))
+            tensors = list(iter_tensors(output))
             if not tensors:
                 record.note(f"output of type {type(output).__name__} holds no tensor; nothing captured")
             record.activations.append(_map_tensors(output, self._keep))

@@ -8,16 +8,13 @@ No kernel is started; nbval (``make test-notebooks``) re-runs the cells.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
+from notebook_tools import NOTEBOOKS, REPO, nb_id, tags
 
-REPO = Path(__file__).resolve().parents[1]
-NB_DIR = Path(os.environ.get("HOOKVIZ_NOTEBOOK_DIR", REPO / "notebooks"))
-NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 MAX_BYTES = 1_000_000
 VERDICTS = ("TRUE", "FALSE", "PARTLY", "OUTDATED")
 # Absolute paths of the machine that ran the notebook: the folder holding the checkout, home folders,
@@ -31,14 +28,6 @@ MACHINE_PATH = re.compile(
 
 def read(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
-
-
-def tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
-
-
-def nb_id(path: Path) -> str:
-    return path.stem
 
 
 def colab_guard() -> str:

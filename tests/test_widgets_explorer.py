@@ -101,6 +101,29 @@ def test_tuple_outputs() -> None:
     assert "tuple" in state.output_note
 
 
+class TwinOut(nn.Module):
+    """Returns two same-shaped tensors; the model then uses only the second."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x * 2, x * 3
+
+
+class UsesSecond(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.twin = TwinOut()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.twin(x)[1].flatten(1).sum(1, keepdim=True)
+
+
+def test_tuple_output_never_shows_another_elements_gradient() -> None:
+    state = ExplorerState(UsesSecond(), torch.randn(2, 1, 4, 4), target=0)
+    state.select(layer="twin")
+    assert state.activation().shape == (1, 4, 4)  # element [0] is shown ...
+    assert state.gradients["twin"] is None  # ... and it got no gradient; element [1]'s must not stand in
+
+
 def test_batch_of_one_and_frozen_model() -> None:
     model = hookviz.load_pretrained_cnn()
     for p in model.parameters():

@@ -19,7 +19,7 @@ import torch
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
-from hookviz.capture import capture
+from hookviz.capture import capture, iter_tensors, value_at
 from hookviz.render import colorize, figure_png, finite_range, heat_strip, histogram_png, mosaic, mosaic_png, strip_png
 from hookviz.summarize import Histogram, as_numpy, histogram
 from hookviz.widgets.common import StaticFallback, show_png, show_text
@@ -47,21 +47,16 @@ class LayerInfo:
         return f"{self.name} · {self.type} · {shape}"
 
 
-def _first_tensor(value: Any) -> tuple[Tensor | None, str]:
-    """The first tensor in a module output, and a note when the output was a tuple/list/dict."""
-    if isinstance(value, Tensor):
-        return value, ""
-    if isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            t, _ = _first_tensor(v)
-            if t is not None:
-                return t, f"output is a {type(value).__name__} of {len(value)}; showing element [{i}]"
-    if isinstance(value, dict):
-        for k, v in value.items():
-            t, _ = _first_tensor(v)
-            if t is not None:
-                return t, f"output is a dict; showing key {k!r}"
-    return None, f"output of type {type(value).__name__} holds no tensor"
+def _first_tensor(value: Any) -> tuple[tuple[int | str, ...], Tensor | None, str]:
+    """Path and value of the first tensor in a module output, and a note when it is inside a structure."""
+    for path, tensor in iter_tensors(value):
+        if not path:
+            return path, tensor, ""
+        where = f"element [{path[0]}]" if isinstance(path[0], int) else f"key {path[0]!r}"
+        nested = "".join(f"[{step!r}]" for step in path[1:])
+        size = f" of {len(value)}" if isinstance(value, (tuple, list)) else ""
+        return path, tensor, f"output is a {type(value).__name__}{size}; showing {where}{nested}"
+    return (), None, f"output of type {type(value).__name__} holds no tensor"
 
 
 class ExplorerState:
@@ -155,7 +150,7 @@ class ExplorerState:
             with capture(model, self.layer_names, key=self.key) as cap:
                 out_value = model(x)
                 self.forward_passes += 1
-                out, self.output_note = _first_tensor(out_value)
+                _, out, self.output_note = _first_tensor(out_value)
                 if out is None:
                     raise TypeError(f"the model returned {type(out_value).__name__} with no tensor in it")
                 self.n_outputs = int(out.shape[1]) if out.ndim == 2 else None
@@ -173,7 +168,7 @@ class ExplorerState:
             if not record.activations:
                 self.info[name] = LayerInfo(name, record.module_type, None, 0, "not called in forward()")
                 continue
-            act, note = _first_tensor(record.activations[-1])
+            path, act, note = _first_tensor(record.activations[-1])
             notes = [note] if note else []
             if record.calls > 1:
                 notes.append(f"called {record.calls} times; showing the last call")
@@ -182,8 +177,8 @@ class ExplorerState:
                 self.info[name] = LayerInfo(name, record.module_type, None, record.calls, f"cannot show: {shape_msg}")
                 continue
             self.activations[name] = as_numpy(act)
-            grad, _ = _first_tensor(record.gradients[-1]) if record.gradients[-1] is not None else (None, "")
-            if grad is not None and tuple(grad.shape) == tuple(act.shape):
+            grad = value_at(record.gradients[-1], path)  # the gradient of the very tensor shown
+            if isinstance(grad, Tensor) and tuple(grad.shape) == tuple(act.shape):
                 self.gradients[name] = as_numpy(grad)
             else:
                 self.gradients[name] = None
