@@ -14,10 +14,12 @@ export OMP_NUM_THREADS ?= 1
 export PYTHONHASHSEED := 0
 # pip's exit status survives this filter (pipefail); only its noise about local index folders goes.
 QUIET_PIP := { grep -v "^WARNING: Location" || true; }
-NBVAL := -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+# How notebooks are checked (sanitizer, kernel) lives in conftest.py, what `pytest` collects in pyproject.toml:
+# the targets below add only parallel workers. nbval needs loadscope: one notebook's cells stay on one kernel.
+XDIST := -n 2 --dist loadscope
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
-.PHONY: setup lab test test-unit test-notebooks test-browser lint execute student weights bench clean
+.PHONY: setup lab test test-course test-unit test-notebooks test-notebooks-generic test-browser test-torch torch-env lint execute student weights bench clean
 
 setup: $(STAMP)
 
@@ -32,7 +34,9 @@ lab: setup
 	@echo "Starting JupyterLab on notebooks/ - open the http://127.0.0.1:... URL it prints (Ctrl+C to stop)."
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(LAB_ARGS)
 
-test: setup lint test-unit test-notebooks test-browser
+# Everything: lint, then exactly what users type (`pytest --nbval`: unit tests and every notebook), the
+# notebooks once more on PyTorch's generic CPU kernels, then JupyterLab in a real browser.
+test: setup lint test-course test-notebooks-generic test-browser
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -43,14 +47,41 @@ $(R2D): | $(STAMP)
 	$(PYTHON) -m venv $(VENV)/repo2docker
 	set -o pipefail; $(VENV)/repo2docker/bin/pip install --quiet jupyter-repo2docker==2026.4.0 2>&1 | $(QUIET_PIP)
 
+# `pytest --nbval` with no path, as the README tells users to type it, in two workers.
+test-course: setup $(R2D)
+	REPO2DOCKER=$(R2D) $(PY) -m pytest --nbval $(XDIST) -q
+
 test-unit: setup $(R2D)
-	REPO2DOCKER=$(R2D) $(PY) -m pytest -p no:cacheprovider -q tests
+	REPO2DOCKER=$(R2D) $(PY) -m pytest -q tests
 
 test-notebooks: setup
-	$(PY) -m pytest $(NBVAL) -n 2 --dist loadscope -q notebooks
+	$(PY) -m pytest --nbval $(XDIST) -q notebooks
+
+# Stored outputs must not depend on the CPU: re-check every notebook on the generic (no AVX) kernels, as
+# on many laptops and ARM machines. `make test-notebooks-generic CPU=avx2` checks another kernel path.
+CPU ?= default
+test-notebooks-generic: setup
+	ATEN_CPU_CAPABILITY=$(CPU) $(PY) -m pytest --nbval $(XDIST) -q notebooks
+
+# Another PyTorch beside the pinned one, in its own venv (the pinned .venv is never touched):
+#   make test-torch TORCH=2.14.1
+# installs that torch from pip plus the course's other pins, then checks every notebook against it.
+TORCH ?= 2.14.1
+TORCH_VENV := .venv-torch-$(TORCH)
+$(TORCH_VENV)/.ready: pyproject.toml scripts/requirements.py
+	$(PYTHON) -m venv $(TORCH_VENV)
+	set -o pipefail; $(TORCH_VENV)/bin/pip install --quiet $(PIP_EXTRA) torch==$(TORCH) $$($(PYTHON) scripts/requirements.py --without torch) 2>&1 | $(QUIET_PIP)
+	set -o pipefail; $(TORCH_VENV)/bin/pip install --quiet --no-deps -e . 2>&1 | $(QUIET_PIP)
+	$(TORCH_VENV)/bin/python -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$(TORCH)' else f'expected torch $(TORCH), got {torch.__version__}')"
+	touch $@
+
+torch-env: $(TORCH_VENV)/.ready
+
+test-torch: torch-env
+	$(TORCH_VENV)/bin/python -m pytest --nbval $(XDIST) -q notebooks
 
 test-browser: setup
-	$(PY) -m pytest -p no:cacheprovider -q -m browser tests/browser
+	$(PY) -m pytest -q -m browser tests/browser
 
 # Re-execute notebooks in place and store their outputs: `make execute` (all) or `make execute NB=notebooks/01_x.ipynb`
 execute: setup

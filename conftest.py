@@ -1,0 +1,31 @@
+"""How `pytest --nbval` checks the course, in one place, whichever way it is started.
+
+Plain `pytest --nbval` at the repository root (the command the README gives learners, teachers and
+maintainers) collects the unit tests and every notebook (`testpaths` in pyproject.toml). This file adds
+what nbval would otherwise need flags for, so that the bare command, `pytest --nbval notebooks/NN.ipynb`,
+`pytest --nbval-lax`, the Makefile targets and `!pytest --nbval` on Colab all check notebooks the same way:
+
+- outputs are compared after `tests/nbval_sanitize.cfg` normalises what truly varies (memory addresses
+  and printed durations), unless `--nbval-sanitize-with` names another file;
+- notebooks run on a kernel of the Python that runs pytest (`--nbval-current-env`), so a virtual
+  environment checks itself, unless `--nbval-kernel-name` asks for a named kernel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SANITIZE_FILE = Path(__file__).resolve().parent / "tests" / "nbval_sanitize.cfg"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Default nbval's sanitizer and kernel choice (only when nbval is installed and not told otherwise)."""
+    option = config.option
+    if not hasattr(option, "nbval_sanitize_with"):
+        return
+    if option.nbval_sanitize_with is None and not getattr(option, "sanitize_with", None):
+        option.nbval_sanitize_with = str(SANITIZE_FILE)
+    if not option.nbval_kernel_name:
+        option.nbval_current_env = True
