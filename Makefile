@@ -30,9 +30,10 @@ $(STAMP): pyproject.toml
 	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'expected CPU torch 2.13.0, got {v} (cuda {torch.version.cuda})')"
 	touch $(STAMP)
 
+# JupyterLab on the whole course folder: notebooks/ (with solutions) and student/ (`make student`) side by side.
 lab: setup
-	@echo "Starting JupyterLab on notebooks/ - open the http://127.0.0.1:... URL it prints (Ctrl+C to stop)."
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(LAB_ARGS)
+	@echo "Starting JupyterLab on notebooks/ and student/ - open the http://127.0.0.1:... URL it prints (Ctrl+C to stop)."
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
 # Everything: lint, then exactly what users type (`pytest --nbval`: unit tests and every notebook), the
 # notebooks once more on PyTorch's generic CPU kernels, then JupyterLab in a real browser.
@@ -92,13 +93,60 @@ execute: setup
 weights: setup
 	$(PY) scripts/train_digits_cnn.py
 
+# Removes the environment and caches only: student/ holds learners' work and is never deleted here.
 clean:
-	rm -rf $(VENV) student .pytest_cache
+	rm -rf $(VENV) .pytest_cache
 
-# Student copies of the notebooks (solutions removed) in student/, which git ignores.
+# Student copies of the notebooks in student/ (git ignores it): solutions removed, outputs cleared and claim
+# verdicts hidden (predict, then run), soft checks. A copy the learner changed is never overwritten.
 student: setup
 	$(PY) scripts/make_student.py notebooks student
+
+.PHONY: student-lab reset presenter release-student doctor
+
+# JupyterLab on the student copies only (made or refreshed first; edited copies are kept).
+student-lab: student
+	@echo "Starting JupyterLab on student/ - open the http://127.0.0.1:... URL it prints (Ctrl+C to stop)."
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=student $(ROOT_FLAG) $(LAB_ARGS) student/00_start_here.ipynb
+
+# A fresh student copy of one notebook (or several: NB="00 03", or NB=all); the learner's version moves to
+# student/backups/ first.
+reset: setup
+	@test -n "$(NB)" || { echo "usage: make reset NB=00   (NB=00_start_here, NB=\"00 03\" or NB=all)"; exit 2; }
+	$(PY) scripts/make_student.py notebooks student --reset $(NB)
+
+# Presenter copies for the projector in workshop/presenter/ (git ignores it): solutions kept, outputs
+# cleared, verdicts hidden.
+presenter: setup
+	$(PY) scripts/make_student.py notebooks workshop/presenter --presenter
+
+# Student copies that Colab can open, frozen with a workshop tag: `git tag workshop-2026-05` on the commit
+# to teach, then `make release-student TAG=workshop-2026-05` commits the generated student/ on top of it
+# (in a temporary worktree; the checkout is not touched) and tags that commit workshop-2026-05-student.
+# Push both tags; see workshop/README.md for the links.
+release-student: setup
+	@test -n "$(TAG)" || { echo "usage: make release-student TAG=workshop-YYYY-MM (an existing tag)"; exit 2; }
+	@git rev-parse -q --verify "refs/tags/$(TAG)^{commit}" >/dev/null || { echo "no tag $(TAG): git tag $(TAG) first"; exit 2; }
+	@! git rev-parse -q --verify "refs/tags/$(TAG)-student" >/dev/null || { echo "$(TAG)-student exists already"; exit 2; }
+	set -e; dir=$$(mktemp -d); trap 'git worktree remove --force "$$dir"' EXIT; \
+	git worktree add -q --detach "$$dir" "$(TAG)"; \
+	$(PY) "$$dir/scripts/make_student.py" "$$dir/notebooks" "$$dir/student" --pin-ref "$(TAG)"; \
+	git -C "$$dir" add -f student; \
+	git -C "$$dir" commit -q -m "Student copies of $(TAG) (make release-student)"; \
+	git tag "$(TAG)-student" "$$(git -C "$$dir" rev-parse HEAD)"
+	@echo "Tagged $(TAG)-student. Publish with: git push origin $(TAG) $(TAG)-student"
+
+# Is this machine ready for the course? Ends in READY (exit 0) or a numbered list of fixes (exit 1).
+doctor: setup
+	$(PY) -m hookviz.doctor --check
 
 # Speed and memory checks; each script prints ratios measured in one run.
 bench: setup
 	for f in bench/bench_*.py; do $(PY) "$$f" || exit 1; done
+
+# The Chinese edition: regenerate notebooks/zh/ from the English notebooks and i18n/zh/ (no network).
+# Untranslated or outdated cells are shown in English under a marker; list them with
+# `$(PY) scripts/make_zh.py --stale`.
+.PHONY: zh
+zh: setup
+	$(PY) scripts/make_zh.py

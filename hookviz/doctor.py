@@ -1,15 +1,53 @@
-"""Environment check: versions of what the course needs and whether widgets can render."""
+"""Environment check: versions of what the course needs, whether widgets can render, and a verdict.
+
+In a notebook, ``hookviz.doctor()`` prints a table and a verdict and returns the report. From a shell,
+``python -m hookviz.doctor --check`` prints the same and exits 0 when the machine is READY, 1 when it is
+NOT READY (each problem comes with a numbered fix). A torch other than the one the stored outputs were
+made with is a WARNING, never a failure: the course runs on it (issue-free on the versions tested), but
+some printed details may differ from the stored outputs.
+"""
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata as md
 import platform
 import sys
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["environment_report", "doctor"]
+# `python -m hookviz.doctor` first imports the package, whose __init__ imports this module, and runpy then
+# warns that the module it is about to run is already imported. Harmless here (main() only reads the
+# environment); this filter silences exactly that message, and nothing else.
+warnings.filterwarnings("ignore", message=r"'hookviz\.doctor' found in sys\.modules", category=RuntimeWarning)
+
+__all__ = ["Verdict", "check", "doctor", "environment_report", "main"]
 
 PACKAGES = ("torch", "numpy", "matplotlib", "ipywidgets", "jupyterlab", "jupyterlab_widgets", "ipykernel", "nbval")
+#: What the course cannot run without.
+REQUIRED = ("torch", "numpy", "matplotlib", "ipywidgets")
+#: The torch version the stored outputs were made with.
+OUTPUTS_TORCH = "2.13.0"
+MIN_PYTHON = (3, 11)
+_TORCH_DIFFERENCES = (
+    "the stored outputs were made with torch {want}; on {have} the course still runs, but warning texts, "
+    "deprecation categories, some error messages and last digits of timings can differ from the stored "
+    "outputs, so `pytest --nbval` may report such cells"
+)
+
+
+@dataclass
+class Verdict:
+    """The outcome of :func:`check`: problems with their fixes, warnings, and whether the machine is ready."""
+
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ready(self) -> bool:
+        """True when nothing stops the course from running (warnings allowed)."""
+        return not self.problems
 
 
 def _version(dist: str) -> str | None:
@@ -28,26 +66,98 @@ def _widget_frontend() -> str | None:
     return None
 
 
+def on_colab() -> bool:
+    """True inside a Google Colab runtime."""
+    return "google.colab" in sys.modules
+
+
 def environment_report() -> dict[str, str | None]:
     """A dict of Python and package versions, plus the widget front end and whether CUDA is usable."""
-    import torch
-
     report: dict[str, str | None] = {"python": platform.python_version()}
     report.update({name: _version(name) for name in PACKAGES})
     report["widget front end"] = _widget_frontend()
-    report["cuda available"] = str(torch.cuda.is_available())
-    report["torch threads"] = str(torch.get_num_threads())
+    try:
+        import torch
+    except ImportError:
+        report["cuda available"] = report["torch threads"] = None
+    else:
+        report["cuda available"] = str(torch.cuda.is_available())
+        report["torch threads"] = str(torch.get_num_threads())
     return report
 
 
+def check(report: dict[str, str | None] | None = None, *, colab: bool | None = None) -> Verdict:
+    """Judge a report (default: this machine's): what must be fixed, and what only differs."""
+    report = environment_report() if report is None else report
+    colab = on_colab() if colab is None else colab
+    verdict = Verdict()
+    python = tuple(int(part) for part in (report.get("python") or "0.0").split(".")[:2])
+    if python < MIN_PYTHON:
+        verdict.problems.append(
+            f"Python {report.get('python')} is too old: install Python {'.'.join(map(str, MIN_PYTHON))} or newer "
+            "(SETUP.md), then make the course's environment again."
+        )
+    missing = [name for name in REQUIRED if report.get(name) is None]
+    if missing:
+        if colab:
+            fix = (
+                "run the notebook's first cell (the Colab guard installs hookviz with --no-deps), "
+                f"or `!pip install {' '.join(missing)}` in a cell"
+            )
+        else:
+            fix = "run `make setup` in the course folder (or `pip install -e .` in your environment; see SETUP.md)"
+        verdict.problems.append(f"missing {', '.join(missing)}: {fix}.")
+    if not colab and report.get("widget front end") is None:
+        verdict.problems.append(
+            "JupyterLab cannot draw the widgets of notebook 06 (no @jupyter-widgets/jupyterlab-manager): "
+            "`make lab` installs it (package jupyterlab_widgets); in your own environment "
+            "`pip install jupyterlab_widgets`, then restart JupyterLab."
+        )
+    torch_version = report.get("torch")
+    if torch_version is not None and torch_version.split("+")[0] != OUTPUTS_TORCH:
+        verdict.warnings.append(_TORCH_DIFFERENCES.format(want=OUTPUTS_TORCH, have=torch_version) + ".")
+    if colab:
+        verdict.warnings.append(
+            "on Colab: no `make` needed - run each notebook's first cell (it installs hookviz, keeping Colab's torch); "
+            "the widgets of notebook 06 need Colab's widget manager: run "
+            "`from google.colab import output; output.enable_custom_widget_manager()` once per runtime if they do "
+            "not show; save your work with File > Save a copy in Drive (a runtime reset loses it)."
+        )
+    return verdict
+
+
+def _print_verdict(verdict: Verdict) -> None:
+    for warning in verdict.warnings:
+        print(f"\nWARNING: {warning}")
+    if verdict.ready:
+        print("\nREADY: everything the course needs is installed.")
+        return
+    print("\nNOT READY. Fix, in this order:")
+    for number, problem in enumerate(verdict.problems, start=1):
+        print(f"  {number}. {problem}")
+
+
 def doctor() -> dict[str, str | None]:
-    """Print :func:`environment_report` as a table with hints for anything missing; return the report."""
+    """Print :func:`environment_report` as a table, then READY or NOT READY with numbered fixes; return the report.
+
+    It never raises on a different torch version: that is a warning saying what may differ.
+    """
     report = environment_report()
     width = max(map(len, report))
     for name, value in report.items():
         print(f"{name.ljust(width)}  {value if value is not None else 'MISSING'}")
-    if report["widget front end"] is None:
-        print("\nWidgets will not render in JupyterLab: install the course with `make lab` (jupyterlab_widgets).")
-    if report["torch"] is not None and not report["torch"].startswith("2.13.0"):
-        print(f"\nThe course's outputs were made with torch 2.13.0; you have {report['torch']}.")
+    _print_verdict(check(report))
     return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hookviz.doctor [--check]``: print the report; with ``--check`` exit 0 if READY, else 1."""
+    parser = argparse.ArgumentParser(prog="python -m hookviz.doctor", description="Is this machine ready?")
+    parser.add_argument("--check", action="store_true", help="exit 0 when READY, 1 when NOT READY")
+    args = parser.parse_args(argv)
+    report = doctor()
+    return 0 if not args.check or check(report).ready else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

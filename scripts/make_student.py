@@ -1,39 +1,71 @@
-"""Write student copies of the course notebooks: solutions removed, exercise outputs cleared.
+"""Write student (or presenter) copies of the course notebooks, without ever overwriting a learner's work.
 
-Usage: ``python scripts/make_student.py SRC DST`` (``make student`` runs it as
-``scripts/make_student.py notebooks student``). SRC is a folder of teacher notebooks (or one
-notebook); DST is the folder the student copies go to (created if needed; ``student/`` is git-ignored).
+Usage (``make student`` runs the first form as ``scripts/make_student.py notebooks student``)::
 
-The teacher notebooks in ``notebooks/`` are the single source of truth. For every notebook the copy:
+    python scripts/make_student.py SRC DST                  # student copies of every notebook in SRC
+    python scripts/make_student.py SRC DST --reset 00 03    # fresh copies of 00 and 03 (yours backed up)
+    python scripts/make_student.py SRC DST --presenter      # presenter copies (solutions kept)
+    python scripts/make_student.py SRC DST --keep-outputs   # keep the lesson outputs (reading, not predicting)
+    python scripts/make_student.py SRC DST --pin-ref TAG    # the Colab guard installs hookviz@TAG (a release)
+
+SRC is a folder of teacher notebooks (or one notebook); DST is the folder the copies go to (created if
+needed; ``student/`` is git-ignored). The teacher notebooks in ``notebooks/`` are the single source of
+truth. A **student copy**:
 
 * drops every cell tagged ``solution``;
-* clears the outputs and execution count of the cells tagged ``exercise`` and ``check`` (a student
-  must not see the teacher's "✓" under a check they have not solved yet);
-* keeps every other cell as it is, outputs included, so the lesson still reads well before it is run;
+* clears the outputs and execution counts of every code cell (predict mode: the learner commits to an
+  answer before the cell shows it). ``--keep-outputs`` keeps them, except under ``exercise`` and
+  ``check`` cells, which are always cleared (no teacher "✓" under a check nobody has solved);
+* hides the verdict of every claim heading (``— **TRUE**`` becomes ``— **?**``) and folds the verdict
+  and its explanation into a ``<details>`` block to open after running the cells below;
+* gets one extra code cell right after the Colab guard that turns on soft checks
+  (:func:`hookviz.exercises.soft_checks`): an unsolved check prints ``✗ <hint>`` instead of stopping
+  "Run All", so a learner can replay the notebook past exercises they skipped;
 * is validated with :func:`nbformat.validate` before it is written.
 
-Other files in SRC (pictures a notebook shows, small data files) are copied too, so relative paths
-keep working. The structure rules (each exercise is an ``exercise`` / ``solution`` / ``check`` triple,
-in that order) are checked first: a malformed notebook stops the script with a message.
+A **presenter copy** (``--presenter``) keeps the solutions and strict checks but clears every output and
+hides the verdicts, for a teacher who runs the notebook live on a projector.
+
+**Nothing a learner did is overwritten.** DST keeps a manifest (``.hookviz-copies.json``) with the
+fingerprint of every copy the script wrote. A copy whose file still matches its fingerprint (nobody
+edited, ran or saved it) is replaced by the new one; a copy that differs is kept as it is, and the
+script says so and names the reset command. ``--reset`` moves the learner's file to ``DST/backups/``
+(time-stamped) before writing the fresh copy, so even a reset loses nothing.
+
+Other files in SRC (pictures a notebook shows, small data files) are copied too, so relative paths keep
+working; they are copied only when missing or unchanged since the last run, like the notebooks. The
+structure rules (each exercise is an ``exercise`` / ``solution`` / ``check`` triple, in that order) are
+checked first: a malformed notebook stops the script with a message.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
+import json
+import re
 import shutil
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
 __all__ = [
     "EXERCISE_TAGS",
+    "MANIFEST",
+    "SOFT_CHECKS_SOURCE",
+    "CopyReport",
     "Exercise",
     "copy_extra_files",
     "exercises",
+    "hide_verdicts",
+    "make_presenter_notebook",
     "make_student_notebook",
+    "pin_install",
+    "reset_copies",
     "write_student_copies",
 ]
 
@@ -41,6 +73,30 @@ __all__ = [
 EXERCISE_TAGS = ("exercise", "solution", "check")
 #: Files and folders never copied from SRC.
 SKIP_NAMES = {".ipynb_checkpoints", "__pycache__", ".DS_Store"}
+#: The file in DST that remembers what the script wrote (name -> sha256 of the bytes).
+MANIFEST = ".hookviz-copies.json"
+#: Where ``--reset`` keeps the learner's own version.
+BACKUPS = "backups"
+#: The verdict words of the course's claim headings.
+VERDICTS = ("TRUE", "FALSE", "PARTLY", "OUTDATED")
+#: The code cell a student copy gets right after the Colab guard.
+SOFT_CHECKS_SOURCE = """\
+# Student copy: a check cell whose exercise you have not solved prints "✗ <hint>" instead of stopping
+# "Run All", so you can replay the notebook past exercises you skipped. To see failing checks as errors
+# again (with their traceback), run hookviz.exercises.strict_checks(); it applies from the next cell on.
+import hookviz.exercises
+
+hookviz.exercises.soft_checks()"""
+#: Metadata that marks the cell above (make_student adds it; tests find it by this mark).
+SOFT_CHECKS_MARK = {"hookviz": {"generated": "soft-checks"}}
+
+_HEADING_VERDICT = re.compile(
+    r"^(?P<heading>#{1,6}\s.*?)\s+—\s+(?P<verdict>\*\*(?:" + "|".join(VERDICTS) + r")\*\*.*)$"
+)
+#: The course's install URL in the Colab guard, with the git ref it may already name.
+_INSTALL_URL = re.compile(r"git\+https://github\.com/hookviz/hookviz(?:@[A-Za-z0-9._/-]+)?")
+_BLOCK_START = re.compile(r"^(#{1,6}\s|<a id=)")
+HIDDEN_VERDICT = "**?** *(predict, then run the cells below)*"
 
 
 @dataclass(frozen=True)
@@ -51,6 +107,16 @@ class Exercise:
     exercise: int
     solution: int
     check: int
+
+
+@dataclass
+class CopyReport:
+    """What one run did, file by file (paths in DST)."""
+
+    written: list[Path] = field(default_factory=list)
+    kept: list[Path] = field(default_factory=list)  # the learner changed it: left untouched
+    outdated: list[Path] = field(default_factory=list)  # kept, and the course's copy has changed since
+    backups: list[Path] = field(default_factory=list)  # written by --reset
 
 
 def _tags(cell: nbformat.NotebookNode) -> list[str]:
@@ -88,82 +154,314 @@ def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
     return result
 
 
-def make_student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Return a student copy of the teacher notebook ``nb`` (``nb`` itself is not changed)."""
+def hide_verdicts(markdown: str) -> str:
+    """Hide the verdict of every claim heading in ``markdown`` until the learner chooses to look.
+
+    ``### Claim B2: "..." — **TRUE**`` becomes ``### Claim B2: "..." — **?** ...``, and the verdict with
+    the explanation under the heading (up to the next heading, anchor or the end of the cell) moves into
+    a ``<details>`` block. Anchors and every other line stay where they are.
+    """
+    lines = markdown.splitlines()
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        match = _HEADING_VERDICT.match(lines[index])
+        if not match:
+            out.append(lines[index])
+            index += 1
+            continue
+        end = index + 1
+        while end < len(lines) and not _BLOCK_START.match(lines[end]):
+            end += 1
+        body = "\n".join(lines[index + 1 : end]).strip("\n")
+        out += [
+            f"{match['heading']} — {HIDDEN_VERDICT}",
+            "",
+            "<details><summary>Verdict (open it after running the cells below)</summary>",
+            "",
+            match["verdict"] + ("\n\n" + body if body.strip() else ""),
+            "",
+            "</details>",
+            "",
+        ]
+        index = end
+    return "\n".join(out).rstrip("\n") + ("\n" if markdown.endswith("\n") else "")
+
+
+def _clear(cell: nbformat.NotebookNode) -> None:
+    cell.outputs = []
+    cell.execution_count = None
+
+
+def _predict_mode(cells: list[nbformat.NotebookNode]) -> None:
+    """Clear every code output and hide every claim verdict, in place."""
+    for cell in cells:
+        if cell.cell_type == "code":
+            _clear(cell)
+        elif cell.cell_type == "markdown":
+            cell.source = hide_verdicts(cell.source)
+
+
+def pin_install(source: str, ref: str) -> str:
+    """Make every ``git+https://github.com/hookviz/hookviz`` install in ``source`` use the git ``ref`` (a tag)."""
+    return _INSTALL_URL.sub(f"git+https://github.com/hookviz/hookviz@{ref}", source)
+
+
+def make_student_notebook(
+    nb: nbformat.NotebookNode, *, predict: bool = True, soft_checks: bool = True, pin_ref: str | None = None
+) -> nbformat.NotebookNode:
+    """Return a student copy of the teacher notebook ``nb`` (``nb`` itself is not changed).
+
+    ``predict`` clears every output and hides the verdicts; ``soft_checks`` adds the cell that turns on
+    :func:`hookviz.exercises.soft_checks` right after the first code cell (the Colab guard); ``pin_ref``
+    makes the Colab guard install hookviz at that git tag (a workshop release).
+    """
     exercises(nb)  # refuse malformed notebooks before writing anything
     student = copy.deepcopy(nb)
+    if pin_ref:
+        for cell in student.cells:
+            if cell.cell_type == "code":
+                cell.source = pin_install(cell.source, pin_ref)
     cells = []
     for cell in student.cells:
         tags = _tags(cell)
         if "solution" in tags:
             continue
         if cell.cell_type == "code" and ("exercise" in tags or "check" in tags):
-            cell.outputs = []
-            cell.execution_count = None
+            _clear(cell)
         cells.append(cell)
+    if predict:
+        _predict_mode(cells)
+    if soft_checks and any("check" in _tags(cell) for cell in cells):
+        first_code = next((i for i, cell in enumerate(cells) if cell.cell_type == "code"), -1)
+        soft = nbformat.v4.new_code_cell(SOFT_CHECKS_SOURCE, metadata=copy.deepcopy(SOFT_CHECKS_MARK))
+        soft.pop("id", None)
+        if (student.nbformat, student.nbformat_minor) >= (4, 5):  # a fixed id: the same bytes on every run
+            soft["id"] = "hookviz-soft-checks"
+        cells.insert(first_code + 1, soft)
     student.cells = cells
     student.metadata.setdefault("hookviz", {})["student_copy"] = True
     nbformat.validate(student)
     return student
 
 
-def copy_extra_files(src: Path, dst: Path) -> list[Path]:
-    """Copy what a notebook may refer to by a relative path (everything but notebooks and caches)."""
-    copied = []
-    for path in sorted(src.iterdir()):
-        if path.name in SKIP_NAMES or path.suffix == ".ipynb":
-            continue
-        target = dst / path.name
-        if path.is_dir():
-            shutil.copytree(path, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*SKIP_NAMES))
+def make_presenter_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Return a presenter copy of ``nb``: solutions and strict checks kept, every output cleared, verdicts hidden."""
+    exercises(nb)
+    presenter = copy.deepcopy(nb)
+    _predict_mode(presenter.cells)
+    presenter.metadata.setdefault("hookviz", {})["presenter_copy"] = True
+    nbformat.validate(presenter)
+    return presenter
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_manifest(dst: Path) -> dict[str, str]:
+    try:
+        return dict(json.loads((dst / MANIFEST).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_manifest(dst: Path, manifest: dict[str, str]) -> None:
+    (dst / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _place(target: Path, key: str, data: bytes, manifest: dict[str, str], report: CopyReport) -> None:
+    """Write ``data`` to ``target`` unless the file there is someone's work; update ``manifest[key]``."""
+    new = _digest(data)
+    if target.exists():
+        current = _digest(target.read_bytes())
+        if current == new:  # already the fresh copy
+            manifest[key] = new
+            return
+        if manifest.get(key) != current:  # not what we wrote last time: the learner's work
+            report.kept.append(target)
+            if manifest.get(key) not in (None, new):
+                report.outdated.append(target)
+            return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    manifest[key] = new
+    report.written.append(target)
+
+
+def _source_files(src: Path) -> list[tuple[Path, str]]:
+    """Every file under ``src`` (or ``src`` itself) with its path relative to the copy's root, caches left out."""
+    if src.is_file():
+        return [(src, src.name)]
+    files = []
+    for path in sorted(src.rglob("*")):
+        relative = path.relative_to(src)
+        if path.is_file() and not SKIP_NAMES & set(relative.parts):
+            files.append((path, relative.as_posix()))
+    return files
+
+
+def copy_extra_files(
+    src: Path, dst: Path, manifest: dict[str, str] | None = None, report: CopyReport | None = None
+) -> list[Path]:
+    """Copy what a notebook may refer to by a relative path (every file under ``src`` but notebooks and caches).
+
+    With a ``manifest`` (see :func:`write_student_copies`), files changed in ``dst`` since they were
+    copied are left alone (and listed in ``report.kept``).
+    """
+    manifest = {} if manifest is None else manifest
+    report = CopyReport() if report is None else report
+    before = len(report.written)
+    for path, key in _source_files(src):
+        if path.suffix != ".ipynb":
+            _place(dst / key, key, path.read_bytes(), manifest, report)
+    return report.written[before:]
+
+
+def _render(path: Path, presenter: bool, predict: bool, pin_ref: str | None = None) -> bytes:
+    try:
+        nb = nbformat.read(path, as_version=4)
+        if presenter:
+            copy_ = make_presenter_notebook(nb)
         else:
-            shutil.copy2(path, target)
-        copied.append(target)
-    return copied
+            copy_ = make_student_notebook(nb, predict=predict, pin_ref=pin_ref)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+    return (nbformat.writes(copy_) + "\n").encode("utf-8")
 
 
-def write_student_copies(src: Path, dst: Path) -> list[Path]:
-    """Write the student copy of every notebook in ``src`` (a folder or one ``.ipynb``) into ``dst``."""
-    src, dst = Path(src), Path(dst)
-    if src.is_dir():
-        notebooks = sorted(src.glob("*.ipynb"))
-        folder = src
-    else:
-        notebooks, folder = [src], src.parent
-    if src.resolve() == dst.resolve() or folder.resolve() == dst.resolve():
+def _rendered_notebooks(
+    src: Path, presenter: bool, predict: bool, pin_ref: str | None = None
+) -> list[tuple[str, bytes]]:
+    """(relative path, bytes of the copy) for every notebook under ``src``, all checked before any is written."""
+    files = _source_files(src)
+    return [(key, _render(path, presenter, predict, pin_ref)) for path, key in files if path.suffix == ".ipynb"]
+
+
+def _check_folders(src: Path, dst: Path) -> None:
+    folder = src if src.is_dir() else src.parent
+    if dst.resolve() in (src.resolve(), folder.resolve()):
         raise ValueError("DST must differ from the teacher notebooks' folder")
-    students = []
-    for path in notebooks:  # all or nothing: check every notebook before writing any copy
-        try:
-            students.append((path.name, make_student_notebook(nbformat.read(path, as_version=4))))
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from exc
+
+
+def write_student_copies(
+    src: Path, dst: Path, *, presenter: bool = False, predict: bool = True, pin_ref: str | None = None
+) -> CopyReport:
+    """Write the copy of every notebook under ``src`` (a folder, editions in subfolders, or one ``.ipynb``) to ``dst``.
+
+    A file in ``dst`` that differs from what this script last wrote there is the learner's work: it is
+    kept (see :class:`CopyReport`), never overwritten.
+    """
+    src, dst = Path(src), Path(dst)
+    _check_folders(src, dst)
+    rendered = _rendered_notebooks(src, presenter, predict, pin_ref)  # all or nothing: a malformed notebook stops here
     dst.mkdir(parents=True, exist_ok=True)
+    manifest = _read_manifest(dst)
+    report = CopyReport()
     if src.is_dir():
-        copy_extra_files(folder, dst)
-    written = []
-    for name, student in students:
-        nbformat.write(student, dst / name)
-        written.append(dst / name)
-    return written
+        copy_extra_files(src, dst, manifest, report)
+    for key, data in rendered:
+        _place(dst / key, key, data, manifest, report)
+    _write_manifest(dst, manifest)
+    return report
+
+
+def _match_names(keys: list[str], wanted: list[str]) -> list[str]:
+    """The notebooks named by ``wanted``: ``00``, ``00_start_here(.ipynb)``, ``zh/00`` ... or ``all``."""
+    if "all" in wanted:
+        return keys
+    chosen: list[str] = []
+    for name in wanted:
+        folder, _, stem = name.removesuffix(".ipynb").rpartition("/")
+        hits = [
+            key
+            for key in keys
+            if key.rpartition("/")[0] == folder and stem in (Path(key).stem, Path(key).stem.split("_", 1)[0])
+        ]
+        if not hits:
+            raise ValueError(f"no notebook matches {name!r} (try 00, 00_start_here or all)")
+        chosen += [key for key in hits if key not in chosen]
+    return chosen
+
+
+def reset_copies(
+    src: Path, dst: Path, names: list[str], *, presenter: bool = False, predict: bool = True
+) -> CopyReport:
+    """Replace the copies named in ``names`` by fresh ones; the learner's versions go to ``dst/backups/``."""
+    src, dst = Path(src), Path(dst)
+    _check_folders(src, dst)
+    rendered = dict(_rendered_notebooks(src, presenter, predict))
+    chosen = _match_names(list(rendered), names)
+    dst.mkdir(parents=True, exist_ok=True)
+    manifest = _read_manifest(dst)
+    report = CopyReport()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for key in chosen:
+        target, data = dst / key, rendered[key]
+        if target.exists() and _digest(target.read_bytes()) not in (manifest.get(key), _digest(data)):
+            backup = dst / BACKUPS / f"{key.removesuffix('.ipynb').replace('/', '-')}.{stamp}.ipynb"
+            number = 1
+            while backup.exists():
+                number += 1
+                backup = backup.with_name(f"{key.removesuffix('.ipynb').replace('/', '-')}.{stamp}-{number}.ipynb")
+            backup.parent.mkdir(exist_ok=True)
+            shutil.move(target, backup)
+            report.backups.append(backup)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        manifest[key] = _digest(data)
+        report.written.append(target)
+    _write_manifest(dst, manifest)
+    return report
+
+
+def _count_exercises(path: Path) -> int:
+    return sum(1 for cell in nbformat.read(path, as_version=4).cells if "exercise" in _tags(cell))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point: ``make_student.py SRC DST``."""
+    """Command-line entry point: ``make_student.py SRC DST [--reset NB ...] [--presenter] [--keep-outputs]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("src", type=Path, help="folder of teacher notebooks, or one notebook")
-    parser.add_argument("dst", type=Path, help="folder for the student copies")
+    parser.add_argument("dst", type=Path, help="folder for the copies")
+    parser.add_argument(
+        "--reset", nargs="+", metavar="NB", help="replace these copies by fresh ones (00, 00_start_here or all)"
+    )
+    parser.add_argument("--presenter", action="store_true", help="presenter copies: solutions kept")
+    parser.add_argument("--keep-outputs", action="store_true", help="keep lesson outputs (no predict mode)")
+    parser.add_argument("--pin-ref", metavar="TAG", help="the Colab guard installs hookviz at this git tag")
     args = parser.parse_args(argv)
+    predict = not args.keep_outputs
     try:
-        written = write_student_copies(args.src, args.dst)
+        if args.reset:
+            report = reset_copies(args.src, args.dst, args.reset, presenter=args.presenter, predict=predict)
+        else:
+            report = write_student_copies(
+                args.src, args.dst, presenter=args.presenter, predict=predict, pin_ref=args.pin_ref
+            )
     except ValueError as exc:
         print(f"make_student: {exc}", file=sys.stderr)
         return 1
-    for path in written:
-        nb = nbformat.read(path, as_version=4)
-        count = sum(1 for cell in nb.cells if "exercise" in _tags(cell))
-        print(f"{path}  ({count} exercise{'s' if count != 1 else ''})")
-    print(f"{len(written)} student notebook{'s' if len(written) != 1 else ''} in {args.dst}/")
+    for path in report.written:
+        if path.suffix == ".ipynb":
+            count = _count_exercises(path)
+            print(f"wrote {path}  ({count} exercise{'s' if count != 1 else ''})")
+    for path in report.backups:
+        print(f"your previous version is kept in {path}")
+    for path in report.kept:
+        if path.suffix != ".ipynb":
+            print(f"kept  {path}  (you changed it, so it is not overwritten)")
+            continue
+        why = "the course's version has changed since" if path in report.outdated else "nothing new in the course"
+        key = path.relative_to(args.dst).as_posix().removesuffix(".ipynb")
+        folder, _, stem = key.rpartition("/")
+        short = f"{folder}/{stem.split('_', 1)[0]}" if folder else stem.split("_", 1)[0]
+        print(
+            f"kept  {path}  (you changed it, so it is not overwritten; {why}. For a fresh copy: "
+            f"make reset NB={short} - your version then moves to {args.dst}/{BACKUPS}/)"
+        )
+    notebooks = sum(1 for p in report.written if p.suffix == ".ipynb")
+    print(f"{notebooks} notebook{'s' if notebooks != 1 else ''} written, {len(report.kept)} kept in {args.dst}/")
     return 0
 
 

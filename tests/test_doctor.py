@@ -1,0 +1,118 @@
+"""``hookviz.doctor``: a table, then READY or NOT READY with numbered fixes; a different torch only warns.
+
+The report of this machine is replaced by made-up ones (monkeypatched) to reach every verdict without
+installing anything. The command line is run for real once (``python -m hookviz.doctor --check``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+import hookviz
+
+# `hookviz.doctor` is the function (re-exported by the package); the module is reached by its full name.
+doctor_module = importlib.import_module("hookviz.doctor")
+
+GOOD = {
+    "python": "3.11.7",
+    "torch": "2.13.0+cpu",
+    "numpy": "2.4.6",
+    "matplotlib": "3.11.2",
+    "ipywidgets": "8.1.9",
+    "jupyterlab": "4.6.6",
+    "jupyterlab_widgets": "3.0.17",
+    "ipykernel": "7.4.0",
+    "nbval": "0.11.0",
+    "widget front end": "@jupyter-widgets/jupyterlab-manager",
+    "cuda available": "False",
+    "torch threads": "1",
+}
+
+
+@pytest.fixture
+def fake_report(monkeypatch):
+    """Make ``environment_report`` return a copy of GOOD with the given changes; Colab off unless asked."""
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+
+    def use(**changes):
+        report = {
+            **GOOD,
+            **{key.replace("_", " ") if key == "widget_front_end" else key: v for key, v in changes.items()},
+        }
+        monkeypatch.setattr(doctor_module, "environment_report", lambda: dict(report))
+        return report
+
+    return use
+
+
+def test_ready_machine_exits_zero(fake_report, capsys):
+    fake_report()
+    assert doctor_module.main(["--check"]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("READY: everything the course needs is installed.")
+    assert "WARNING" not in out and "NOT READY" not in out
+
+
+def test_other_torch_is_a_warning_not_a_failure(fake_report, capsys):
+    fake_report(torch="2.14.1+cu130")
+    report = hookviz.doctor()  # must not raise
+    assert report["torch"] == "2.14.1+cu130"
+    out = capsys.readouterr().out
+    warning = next(line for line in out.splitlines() if line.startswith("WARNING:"))
+    assert "2.13.0" in warning and "2.14.1+cu130" in warning and "may report" in warning
+    assert "READY: everything" in out
+    assert doctor_module.main(["--check"]) == 0
+
+
+def test_missing_packages_give_numbered_fixes_and_exit_one(fake_report, capsys):
+    fake_report(torch=None, ipywidgets=None, widget_front_end=None)
+    assert doctor_module.main(["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "NOT READY" in out
+    fixes = re.findall(r"^  (\d+)\. (.*)$", out, flags=re.MULTILINE)
+    assert [number for number, _ in fixes] == ["1", "2"]
+    assert "missing torch, ipywidgets" in fixes[0][1] and "make setup" in fixes[0][1]
+    assert "jupyterlab_widgets" in fixes[1][1]
+    assert "torch  " in out and "MISSING" in out, "the table is still printed"
+
+
+def test_without_check_the_exit_code_is_zero(fake_report):
+    fake_report(numpy=None)
+    assert doctor_module.main([]) == 0
+    assert not doctor_module.check().ready
+
+
+def test_old_python_is_not_ready(fake_report):
+    fake_report(python="3.9.18")
+    verdict = doctor_module.check()
+    assert not verdict.ready and "Python 3.9.18 is too old" in verdict.problems[0]
+
+
+def test_colab_advice_never_says_make(fake_report, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "google.colab", type(sys)("google.colab"))
+    fake_report(torch="2.9.0+cu126", widget_front_end=None, ipywidgets="7.7.1")
+    hookviz.doctor()
+    out = capsys.readouterr().out
+    assert "make lab" not in out and "make setup" not in out
+    assert "enable_custom_widget_manager" in out and "first cell" in out
+    assert "READY: everything" in out, "Colab's widget manager is not a JupyterLab extension: no failure"
+
+    fake_report(torch=None)
+    verdict = doctor_module.check()
+    assert not verdict.ready
+    assert "make" not in verdict.problems[0] and "Colab guard" in verdict.problems[0]
+
+
+def test_command_line_check_on_this_machine():
+    """The real command: READY here (the course's venv), with its exit code."""
+    proc = subprocess.run([sys.executable, "-m", "hookviz.doctor", "--check"], capture_output=True, text=True)
+    verdict = doctor_module.check()
+    assert proc.returncode == (0 if verdict.ready else 1), proc.stdout + proc.stderr
+    assert ("READY: everything" in proc.stdout) == verdict.ready
+    assert "torch" in proc.stdout.splitlines()[1]
+    assert "RuntimeWarning" not in proc.stderr, proc.stderr
