@@ -1,0 +1,397 @@
+"""Generate the Chinese (zh-Hans) edition of the course from the English notebooks plus translations.
+
+The English notebooks are the one source of code: every code cell, output, tag, execution count and
+all metadata of ``notebooks/zh/NN_name.ipynb`` are copied from ``notebooks/NN_name.ipynb``. Only the
+markdown text comes from ``i18n/zh/NN_name.md``, which holds one entry per markdown cell::
+
+    %% <cell id> <first 12 hex digits of the sha256 of the English cell source>
+    译文……
+
+The hash records which English text the translation was made from. When an English cell changes, its
+hash no longer matches and the cell is *stale*; a cell with no entry is *missing*. Neither is silently
+emitted as English: the generated cell shows the English text under a visible marker (待翻译 /
+译文未更新), the generator prints a warning, ``--strict`` turns it into a failure, and
+``tests/test_zh.py`` fails naming the notebook and cell id.
+
+``notebooks/article_verdicts.md`` is translated the same way, unit by unit (a paragraph, a heading or
+one table row; claim rows are keyed by their claim id, other units by position), from
+``i18n/zh/article_verdicts.md``.
+
+For each current translation the English text it was made from is kept in ``i18n/zh/en/<name>.json``,
+so that ``--stale`` can show what changed in the English since (a diff) next to the old translation.
+
+Usage::
+
+    python scripts/make_zh.py            # regenerate notebooks/zh/ (what `make zh` runs)
+    python scripts/make_zh.py --stale    # list stale and missing cells with their English text
+    python scripts/make_zh.py --check    # exit 1 when notebooks/zh/ is not what the generator makes
+    python scripts/make_zh.py --strict   # regenerate, exit 1 when any cell is stale or missing
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import difflib
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+EN_DIR = ROOT / "notebooks"
+OUT_DIR = EN_DIR / "zh"
+I18N_DIR = ROOT / "i18n" / "zh"
+SNAPSHOT_DIR = I18N_DIR / "en"
+VERDICTS = "article_verdicts.md"
+
+HEADER = re.compile(r"^%% (?P<key>\S+) (?P<sha>[0-9a-f]{12})[ \t]*$", re.MULTILINE)
+MISSING_MARK = "> ⚠️ **待翻译**：此处还没有中文译文，下面暂时显示英文原文（`{key}`）。\n\n"
+STALE_MARK = "> ⚠️ **译文未更新**：英文原文已修改，中文译文尚待更新，下面暂时显示英文原文（`{key}`）。\n\n"
+# A table separator row such as |---|---| has nothing to translate.
+SEPARATOR_ROW = re.compile(r"^\|[\s:|-]+\|\s*$")
+CLAIM_ROW = re.compile(r"^\|\s*([AB]\d+)\s*\|")
+# Markdown link targets ](target) and HTML href/src attributes.
+LINK_TARGET = re.compile(r"(\]\(|href=\"|src=\")([^)\"\s]+)")
+
+
+def source_sha(text: str) -> str:
+    """Return the short hash (12 hex digits of sha256) that a translation entry records for ``text``."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def english_notebooks() -> list[Path]:
+    """Return the English notebooks of the course (``notebooks/NN_name.ipynb``), in order."""
+    return sorted(EN_DIR.glob("[0-9][0-9]_*.ipynb"))
+
+
+CJK = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef\u2014\u2026\u201c\u201d"
+BLOCK_START = re.compile(r"^(\s*([-*+>#|<]|\d+\.|```)|\s*$)")
+SOFT_BREAK = re.compile(f"[{CJK}]$")
+CJK_START = re.compile(f"^\\s*[{CJK}]")
+
+
+def join_cjk_lines(markdown: str) -> str:
+    """Join soft-wrapped lines of Chinese prose: a line break between two Chinese characters would show
+    as a stray space in the rendered page. Code blocks and lines that start a block element stay as they are."""
+    out: list[str] = []
+    in_fence = False
+    for line in markdown.split("\n"):
+        joinable = out and not in_fence and SOFT_BREAK.search(out[-1]) and CJK_START.match(line)
+        if joinable and not BLOCK_START.match(line) and not out[-1].lstrip().startswith(("|", "#")):
+            out[-1] += line.lstrip()
+        else:
+            out.append(line)
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+    return "\n".join(out)
+
+
+def fix_links(markdown: str) -> str:
+    """Rewrite relative links for a file one folder deeper (``notebooks/zh/`` instead of ``notebooks/``).
+
+    Links between notebooks and to ``article_verdicts.md`` keep their target: the zh edition has the
+    same file names. Links that leave ``notebooks/`` (``../...``) get one more ``../``.
+    """
+
+    def rewrite(match: re.Match[str]) -> str:
+        opening, target = match.groups()
+        if target.startswith("../"):
+            target = "../" + target
+        return opening + target
+
+    return LINK_TARGET.sub(rewrite, markdown)
+
+
+@dataclass
+class Entry:
+    """One translation: the hash of the English text it was made from, and the Chinese text."""
+
+    sha: str
+    text: str
+
+
+def parse_translations(path: Path) -> dict[str, Entry]:
+    """Read a translation file into ``{key: Entry}``; a missing file means no translations yet.
+
+    Raises ``ValueError`` when a key appears twice, naming the file and the key.
+    """
+    if not path.exists():
+        return {}
+    content = path.read_text(encoding="utf-8")
+    headers = list(HEADER.finditer(content))
+    entries: dict[str, Entry] = {}
+    for index, header in enumerate(headers):
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(content)
+        key = header["key"]
+        if key in entries:
+            raise ValueError(f"{path.name}: key {key} appears twice")
+        entries[key] = Entry(header["sha"], content[header.end() : end].strip("\n"))
+    return entries
+
+
+@dataclass
+class Unit:
+    """One piece of English text to translate: a markdown cell, or one unit of a markdown file."""
+
+    key: str
+    english: str
+
+
+@dataclass
+class Problem:
+    """A unit whose translation is missing or was made from an older English text."""
+
+    document: str
+    key: str
+    kind: str  # "missing" or "stale"
+    english: str
+    old_translation: str = ""
+    old_english: str | None = None
+
+    def describe(self) -> str:
+        """One line naming the document, the cell id and what is wrong."""
+        if self.kind == "missing":
+            return f"{self.document}: cell {self.key} has no translation"
+        return f"{self.document}: cell {self.key} changed in English after it was translated (hash mismatch)"
+
+
+@dataclass
+class Result:
+    """What one generation produced: file name → text, and the problems found."""
+
+    files: dict[Path, str] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def load_snapshot(name: str) -> dict[str, str]:
+    """Return the English texts the current translations of document ``name`` were made from."""
+    path = SNAPSHOT_DIR / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def translate_units(
+    document: str, units: list[Unit], entries: dict[str, Entry], old_snapshot: dict[str, str]
+) -> tuple[dict[str, str], list[Problem], dict[str, str]]:
+    """Translate each unit, or mark it; return ``(key → text, problems, new snapshot)``."""
+    texts: dict[str, str] = {}
+    problems: list[Problem] = []
+    snapshot: dict[str, str] = {}
+    for unit in units:
+        entry = entries.get(unit.key)
+        if entry is not None and entry.sha == source_sha(unit.english):
+            texts[unit.key] = join_cjk_lines(entry.text)
+            snapshot[unit.key] = unit.english
+            continue
+        if entry is None:
+            problems.append(Problem(document, unit.key, "missing", unit.english))
+            texts[unit.key] = MISSING_MARK.format(key=unit.key) + unit.english
+        else:
+            problems.append(
+                Problem(document, unit.key, "stale", unit.english, entry.text, old_snapshot.get(unit.key))
+            )
+            texts[unit.key] = STALE_MARK.format(key=unit.key) + unit.english
+            if unit.key in old_snapshot:
+                snapshot[unit.key] = old_snapshot[unit.key]
+    return texts, problems, snapshot
+
+
+def notebook_units(notebook: nbformat.NotebookNode, name: str) -> list[Unit]:
+    """Return the markdown cells of an English notebook as units keyed by cell id.
+
+    Raises ``ValueError`` when a cell has no id (nbformat < 4.5): ids are what translations are keyed by.
+    """
+    units = []
+    for index, cell in enumerate(notebook.cells):
+        if "id" not in cell:
+            raise ValueError(f"{name}: cell {index} has no id; upgrade the notebook to nbformat 4.5")
+        if cell.cell_type == "markdown":
+            units.append(Unit(cell.id, cell.source))
+    return units
+
+
+def generate_notebook(path: Path, result: Result) -> None:
+    """Build the zh copy of one English notebook into ``result``."""
+    notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    units = notebook_units(notebook, path.name)
+    entries = parse_translations(I18N_DIR / f"{path.stem}.md")
+    texts, problems, snapshot = translate_units(path.name, units, entries, load_snapshot(path.stem))
+    translated = copy.deepcopy(notebook)
+    for cell in translated.cells:
+        if cell.cell_type == "markdown":
+            cell.source = fix_links(texts[cell.id])
+    result.files[OUT_DIR / path.name] = nbformat.writes(translated)
+    result.files[SNAPSHOT_DIR / f"{path.stem}.json"] = snapshot_text(snapshot)
+    result.problems.extend(problems)
+
+
+def markdown_units(text: str) -> list[tuple[str, Unit | None]]:
+    """Split a markdown file into translatable units and the text between them.
+
+    Returns a list of ``(raw, unit)`` pairs in file order: ``unit`` is None for text copied as is
+    (blank lines, table separator rows). Each table row is one unit (claim rows keyed by the claim id,
+    e.g. ``A3``); each other paragraph or heading is one unit keyed by its position (``p01``, ``p02``...).
+    """
+    pieces: list[tuple[str, Unit | None]] = []
+    paragraph: list[str] = []
+    counters = {"p": 0, "row": 0}
+
+    def flush() -> None:
+        if paragraph:
+            counters["p"] += 1
+            block = "".join(paragraph)
+            pieces.append((block, Unit(f"p{counters['p']:02d}", block.rstrip("\n"))))
+            paragraph.clear()
+
+    for line in text.splitlines(keepends=True):
+        if not line.strip():
+            flush()
+            pieces.append((line, None))
+        elif line.startswith("|"):
+            flush()
+            if SEPARATOR_ROW.match(line):
+                pieces.append((line, None))
+                continue
+            claim = CLAIM_ROW.match(line)
+            if claim:
+                key = claim.group(1)
+            else:
+                counters["row"] += 1
+                key = f"row{counters['row']:02d}"
+            pieces.append((line, Unit(key, line.rstrip("\n"))))
+        elif line.startswith("#"):
+            flush()
+            paragraph.append(line)
+            flush()
+        else:
+            paragraph.append(line)
+    flush()
+    return pieces
+
+
+def generate_verdicts(result: Result) -> None:
+    """Build ``notebooks/zh/article_verdicts.md`` into ``result``."""
+    english = (EN_DIR / VERDICTS).read_text(encoding="utf-8")
+    pieces = markdown_units(english)
+    units = [unit for _, unit in pieces if unit is not None]
+    entries = parse_translations(I18N_DIR / VERDICTS)
+    stem = Path(VERDICTS).stem
+    texts, problems, snapshot = translate_units(VERDICTS, units, entries, load_snapshot(stem))
+    problem_keys = {problem.key for problem in problems}
+    out = []
+    for raw, unit in pieces:
+        if unit is None:
+            out.append(raw)
+            continue
+        text = texts[unit.key]
+        if unit.key in problem_keys and raw.startswith("|"):
+            # A block-quote marker would break the table: mark the English row inside its first cell.
+            text = "| ⚠️ 待翻译/译文未更新" + unit.english[1:]
+        out.append(fix_links(text) + raw[len(unit.english) :])
+    result.files[OUT_DIR / VERDICTS] = "".join(out)
+    result.files[SNAPSHOT_DIR / f"{stem}.json"] = snapshot_text(snapshot)
+    result.problems.extend(problems)
+
+
+def snapshot_text(snapshot: dict[str, str]) -> str:
+    """Serialise a snapshot (key → English text) deterministically."""
+    return json.dumps(snapshot, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+
+
+def generate() -> Result:
+    """Build every file of the zh edition in memory (nothing is written)."""
+    result = Result()
+    for path in english_notebooks():
+        generate_notebook(path, result)
+    generate_verdicts(result)
+    return result
+
+
+def orphans() -> list[str]:
+    """Translation keys whose English cell no longer exists (informational: they do no harm)."""
+    found = []
+    for path in english_notebooks():
+        notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        ids = {cell.get("id") for cell in notebook.cells}
+        found += [f"{path.name}: {key}" for key in parse_translations(I18N_DIR / f"{path.stem}.md") if key not in ids]
+    units = [u for _, u in markdown_units((EN_DIR / VERDICTS).read_text(encoding="utf-8")) if u]
+    keys = {u.key for u in units}
+    found += [f"{VERDICTS}: {key}" for key in parse_translations(I18N_DIR / VERDICTS) if key not in keys]
+    return found
+
+
+def report_stale(problems: list[Problem], out=None) -> None:
+    """Print each stale or missing unit ready to re-translate: the header line to use, the English text,
+    and for a stale cell the diff of the English since the translation and the old translation."""
+    out = out or sys.stdout
+    if not problems:
+        print("All translations are current.", file=out)
+    for problem in problems:
+        file = "i18n/zh/" + problem.document.replace(".ipynb", ".md")
+        print(f"==== {problem.kind.upper()}: {problem.describe()}", file=out)
+        print(f"---- entry to write in {file} (replace the old entry if any):", file=out)
+        print(f"%% {problem.key} {source_sha(problem.english)}", file=out)
+        print("---- English text now:", file=out)
+        print(problem.english, file=out)
+        if problem.kind == "stale":
+            if problem.old_english is not None:
+                print("---- what changed in the English since the translation:", file=out)
+                diff = difflib.unified_diff(
+                    problem.old_english.splitlines(), problem.english.splitlines(), "before", "now", lineterm=""
+                )
+                print("\n".join(diff), file=out)
+            print("---- old translation:", file=out)
+            print(problem.old_translation, file=out)
+        print(file=out)
+    for orphan in orphans():
+        print(f"(unused translation, its English cell is gone: {orphan})", file=out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--stale", action="store_true", help="list stale and missing cells with their English text")
+    mode.add_argument("--check", action="store_true", help="exit 1 when the generated files are out of date")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when any translation is stale or missing")
+    parser.add_argument("only", nargs="*", help="with --stale: only these documents (e.g. 04 or article_verdicts)")
+    args = parser.parse_args(argv)
+
+    result = generate()
+    if args.stale:
+        chosen = [p for p in result.problems if not args.only or p.document.startswith(tuple(args.only))]
+        report_stale(chosen)
+        return 1 if result.problems else 0
+    if args.check:
+        outdated = [p for p, text in result.files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+        for path in outdated:
+            print(f"out of date: {path.name} (run `make zh`)", file=sys.stderr)
+        return 1 if outdated else 0
+
+    OUT_DIR.mkdir(exist_ok=True)
+    SNAPSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    for path, text in result.files.items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    expected = set(result.files)
+    for stray in [*OUT_DIR.glob("*.ipynb"), *SNAPSHOT_DIR.glob("*.json")]:
+        if stray not in expected:
+            stray.unlink()
+    print(f"wrote {len(result.files)} files to notebooks/zh/ and i18n/zh/en/")
+    if result.problems:
+        missing = sum(p.kind == "missing" for p in result.problems)
+        print(
+            f"warning: {missing} untranslated and {len(result.problems) - missing} outdated cells are shown in"
+            " English under a 待翻译/译文未更新 marker; list them with `python scripts/make_zh.py --stale`",
+            file=sys.stderr,
+        )
+        return 1 if args.strict else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
