@@ -7,7 +7,9 @@ it says about GPUs:
 1. hooks of every module kind fire on a CUDA model and receive CUDA tensors (article claim A10);
 2. ``hookviz.capture`` on a CUDA model stores activations and gradients on the CPU, equal to autograd's;
 3. 100 captures in a loop do not grow CUDA memory, and no hook is left behind;
-4. what hooks cost on a CUDA training step of the bundled CNN (a ratio, one run).
+4. what hooks cost on a CUDA training step of the bundled CNN (a ratio, one run);
+5. ``torch.autograd.graph.save_on_cpu()`` moves a training forward's saved tensors off the GPU and leaves the
+   gradients unchanged (notebook 07's note on ``save_on_cpu``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hookviz.capture import capture  # noqa: E402
 from hookviz.data import load_digits  # noqa: E402
-from hookviz.inspect import list_hooks  # noqa: E402
+from hookviz.hooks_table import list_hooks  # noqa: E402
 from hookviz.models import DigitsCNN  # noqa: E402
 
 FAILURES: list[str] = []
@@ -133,6 +135,43 @@ def overhead_on_gpu(device: torch.device) -> None:
     )
 
 
+def save_on_cpu_on_gpu(device: torch.device) -> None:
+    """Compare CUDA memory growth over a training forward, and the gradients, with and without save_on_cpu."""
+    x, y = load_digits("train")
+    x, y = x[:64].to(device), y[:64].to(device)
+
+    def forward_growth_and_grads(offload: bool) -> tuple[int, list[torch.Tensor]]:
+        torch.manual_seed(0)
+        model = DigitsCNN().to(device).train()
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated(device)
+        if offload:
+            with torch.autograd.graph.save_on_cpu():
+                loss = nn.functional.cross_entropy(model(x), y)
+        else:
+            loss = nn.functional.cross_entropy(model(x), y)
+        torch.cuda.synchronize()
+        growth = torch.cuda.memory_allocated(device) - before
+        loss.backward()
+        return growth, [p.grad.detach().clone() for p in model.parameters()]
+
+    deterministic = torch.backends.cudnn.deterministic
+    torch.backends.cudnn.deterministic = True  # cuDNN's own nondeterminism would blur the gradient comparison
+    try:
+        plain_growth, plain_grads = forward_growth_and_grads(offload=False)
+        offload_growth, offload_grads = forward_growth_and_grads(offload=True)
+    finally:
+        torch.backends.cudnn.deterministic = deterministic
+    identical = all(torch.equal(a, b) for a, b in zip(plain_grads, offload_grads, strict=True))
+    print(
+        f"INFO  save_on_cpu, training forward of 64 digits through DigitsCNN: CUDA memory allocated grew by "
+        f"{plain_growth} bytes without it, {offload_growth} bytes with it; gradients bit-identical: {identical}"
+    )
+    check(offload_growth < plain_growth / 2, "save_on_cpu keeps the forward's saved tensors off the GPU")
+    close = all(torch.allclose(a, b, rtol=1e-5, atol=1e-7) for a, b in zip(plain_grads, offload_grads, strict=True))
+    check(close, "gradients with save_on_cpu equal plain backward on CUDA")
+
+
 def main() -> int:
     """Run the checks; return the exit status."""
     if not torch.cuda.is_available():
@@ -144,6 +183,7 @@ def main() -> int:
     capture_on_gpu(device)
     no_growth_on_gpu(device)
     overhead_on_gpu(device)
+    save_on_cpu_on_gpu(device)
     print(f"{len(FAILURES)} failed")
     return 1 if FAILURES else 0
 

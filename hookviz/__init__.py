@@ -1,17 +1,27 @@
 """hookviz: learn every PyTorch hook type live.
 
-The capture core (:mod:`hookviz.capture`) owns hook lifetime; :mod:`hookviz.inspect` lists and
-removes what is attached to a model; :mod:`hookviz.summarize` and :mod:`hookviz.render` turn captured
-tensors into statistics and pictures; :mod:`hookviz.widgets` shows them live; :mod:`hookviz.data` and
-:mod:`hookviz.models` ship the course's digits and its small trained CNN; :mod:`hookviz.doctor` checks
-the environment.
+The capture core (:mod:`hookviz.capture`) owns hook lifetime; :mod:`hookviz.catalogue` names every
+hook kind; :mod:`hookviz.hooks_table` lists and removes what is attached to a model;
+:mod:`hookviz.summarize` and :mod:`hookviz.render` turn captured tensors into statistics and pictures;
+:mod:`hookviz.widgets` shows them live; :mod:`hookviz.data` and :mod:`hookviz.models` ship the course's
+digits and its small trained CNN; :mod:`hookviz.doctor` checks the environment.
 """
 
-from hookviz.capture import Capture, LayerRecord, capture, register, registered_keys, remove_key, resolve_layers
+from hookviz import catalogue
+from hookviz.capture import (
+    Capture,
+    HookGroup,
+    LayerRecord,
+    capture,
+    register,
+    registered_keys,
+    remove_key,
+    resolve_layers,
+)
 from hookviz.data import load_digits
 from hookviz.doctor import doctor, environment_report
-from hookviz.inspect import HookTable, list_hooks, remove_all_hooks
-from hookviz.models import DigitsCNN, accuracy, load_pretrained_cnn, train_digits_cnn
+from hookviz.hooks_table import HookTable, list_hooks, remove_all_hooks
+from hookviz.models import DigitsCNN, accuracy, load_pretrained_cnn, make_digits_step, train_digits_cnn
 
 __version__ = "0.1.0"
 
@@ -40,15 +50,18 @@ __all__ = [
     *_WIDGETS,
     "Capture",
     "DigitsCNN",
+    "HookGroup",
     "HookTable",
     "LayerRecord",
     "accuracy",
+    "catalogue",
     "capture",
     "doctor",
     "environment_report",
     "list_hooks",
     "load_digits",
     "load_pretrained_cnn",
+    "make_digits_step",
     "register",
     "registered_keys",
     "remove_all_hooks",

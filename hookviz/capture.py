@@ -15,7 +15,6 @@ Two entry points:
 
 from __future__ import annotations
 
-import difflib
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,71 +25,207 @@ import torch
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
+from hookviz.catalogue import HookKind, hook_kind
+from hookviz.text import closest_hint
+
 __all__ = [
     "Capture",
+    "HookGroup",
     "iter_tensors",
     "value_at",
     "LayerRecord",
     "capture",
     "register",
+    "registered_keys",
     "remove_key",
     "resolve_layers",
 ]
 
-# model-or-module -> {key: [handles]}.  Weak keys: the registry never keeps a model alive.
-_REGISTRY: weakref.WeakKeyDictionary[nn.Module, dict[str, list[RemovableHandle]]] = weakref.WeakKeyDictionary()
+# model-or-module -> {key: the HookGroup that holds that key now}.  Weak keys, and a group refers to
+# its model only through a weak reference: the registry never keeps a model alive.
+_REGISTRY: weakref.WeakKeyDictionary[nn.Module, dict[str, HookGroup]] = weakref.WeakKeyDictionary()
 _auto_key = count()
 
-HOOK_KINDS = {
-    "forward_pre": "register_forward_pre_hook",
-    "forward": "register_forward_hook",
-    "full_backward_pre": "register_full_backward_pre_hook",
-    "full_backward": "register_full_backward_hook",
-    "backward": "register_backward_hook",
-}
+# What each per-object kind of hook attaches to (autograd nodes are checked by their method only).
+_TARGET_TYPES: dict[str, type] = {"tensor": Tensor, "module": nn.Module, "optimizer": torch.optim.Optimizer}
+
+# Spellings :func:`register` still accepts (the registration methods' own words), mapped to the kind.
+_REGISTER_ALIASES = {"full_backward": "backward", "full_backward_pre": "backward_pre"}
+
+
+# --------------------------------------------------------------------------- owned handles
+
+
+class HookGroup:
+    """The handles of the hooks one owner registered; removing the group removes exactly those.
+
+    A group may hold a *key* on a model: claiming a key that another group holds removes that
+    group's hooks and makes it inactive, so that re-running a notebook cell replaces its hooks
+    instead of stacking copies. A group that lost its key (or was removed) never touches the hooks
+    of the group that holds the key now.
+
+    ::
+
+        with HookGroup(model, key="my-probe") as hooks:   # or hooks.claim() ... hooks.remove()
+            hooks.register(model.fc, "forward", show)
+            hooks.register(model.fc.weight, "tensor", log_grad)
+            hooks.register(None, "global_forward", count_calls)
+            model(x).sum().backward()
+        # every hook of the group is gone here, also after an exception or KeyboardInterrupt
+
+    Any kind of :mod:`hookviz.catalogue` whose registration returns a handle can be registered.
+    """
+
+    def __init__(self, model: nn.Module | None = None, *, key: str | None = None) -> None:
+        if key is not None and not isinstance(model, nn.Module):
+            raise TypeError(f"a key is held on an nn.Module, got {type(model).__name__}")
+        self._model_ref = weakref.ref(model) if model is not None else None
+        self.key = key
+        self.handles: list[Any] = []
+        self._claimed = False
+        self._removed = False
+
+    @property
+    def model(self) -> nn.Module | None:
+        """The model the key is held on (``None`` without a model, or once the model is gone)."""
+        return self._model_ref() if self._model_ref is not None else None
+
+    def add(self, handle: Any) -> Any:
+        """Take ownership of a handle (anything with ``.remove()``); returns it."""
+        if not callable(getattr(handle, "remove", None)):
+            raise TypeError(f"a hook handle has a remove() method; got {type(handle).__name__}")
+        if self._removed:
+            handle.remove()
+            raise RuntimeError("this HookGroup was removed (or lost its key); make a new one")
+        self.handles.append(handle)
+        return handle
+
+    def register(self, target: Any, kind: str | HookKind, hook: Callable[..., Any], **kwargs: Any) -> Any:
+        """Register ``hook`` of ``kind`` on ``target`` and keep its handle; returns the handle.
+
+        ``target`` is the tensor, module, optimizer or autograd node to attach to; ``None`` for
+        the global kinds; the sequence of tensors for ``multi_grad``. Keyword arguments go to
+        PyTorch's registration call (``prepend=True``, ``with_kwargs=True`` ...).
+        """
+        info = kind if isinstance(kind, HookKind) else hook_kind(kind)
+        if not info.returns_handle:
+            raise ValueError(
+                f"{info.register} returns no handle ({info.storage}); use it directly "
+                "(as a `with` block for the saved-tensors kinds)"
+            )
+        if info.is_global or info.name == "multi_grad":
+            function = info.registration_function()
+            args = (hook,) if info.is_global else (target, hook)
+            return self.add(function(*args, **kwargs))
+        method = getattr(target, info.method, None)
+        expected = _TARGET_TYPES.get(info.target)
+        if method is None or (expected is not None and not isinstance(target, expected)):
+            raise TypeError(f"{info.name!r} hooks attach to a {info.target}, not to {type(target).__name__}")
+        return self.add(method(hook, **kwargs))
+
+    def claim(self) -> HookGroup:
+        """Hold the group's key on its model, removing the hooks of the group that held it before."""
+        if self.key is None:
+            return self
+        model = self.model
+        if model is None:
+            raise RuntimeError("the model this HookGroup was made for no longer exists")
+        held = _REGISTRY.setdefault(model, {})
+        previous = held.get(self.key)
+        held[self.key] = self
+        self._claimed = True
+        if previous is not None and previous is not self:
+            previous._release()
+        return self
+
+    def remove(self) -> int:
+        """Remove every hook of this group; return how many handles it held. Safe to call again.
+
+        It gives up the group's key only if the group still holds it: a stale group never touches
+        the hooks of the group that replaced it.
+        """
+        model = self.model
+        if self.key is not None and model is not None:
+            held = _REGISTRY.get(model, {})
+            if held.get(self.key) is self:
+                del held[self.key]
+        return self._release()
+
+    def _release(self) -> int:
+        count_ = len(self.handles)
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+        self._removed = True
+        return count_
+
+    @property
+    def active(self) -> bool:
+        """True while the group's hooks are attached (and, for a keyed group, it still holds its key)."""
+        if self._removed:
+            return False
+        if self.key is None:
+            return True
+        model = self.model
+        return model is not None and _REGISTRY.get(model, {}).get(self.key) is self
+
+    def __len__(self) -> int:
+        return len(self.handles)
+
+    def __enter__(self) -> HookGroup:
+        return self.claim()
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+    def __repr__(self) -> str:
+        state = "active" if self.active else "inactive"
+        return f"HookGroup({state}, key={self.key!r}, hooks={len(self.handles)})"
 
 
 # --------------------------------------------------------------------------- keyed registration
 
 
-def _store_handles(owner: nn.Module, key: str, handles: list[RemovableHandle]) -> None:
-    remove_key(owner, key)
-    _REGISTRY.setdefault(owner, {})[key] = handles
-
-
 def remove_key(owner: nn.Module, key: str) -> int:
     """Remove every hook registered on ``owner`` under ``key``; return how many were removed."""
-    handles = _REGISTRY.get(owner, {}).pop(key, [])
-    for handle in handles:
-        handle.remove()
-    return len(handles)
+    group = _REGISTRY.get(owner, {}).get(key)
+    return group.remove() if group is not None else 0
 
 
 def forget_model(model: nn.Module) -> None:
     """Drop hookviz's records of keyed hooks on ``model`` and its submodules (after a bulk removal)."""
     for module in model.modules():
-        _REGISTRY.pop(module, None)
+        for group in _REGISTRY.pop(module, {}).values():
+            group._release()  # the hooks are gone already; this marks the owners inactive
 
 
 def registered_keys(owner: nn.Module) -> dict[str, int]:
     """Keys that hookviz currently holds hooks for on ``owner``, with the number of hooks each."""
-    return {key: len(handles) for key, handles in _REGISTRY.get(owner, {}).items()}
+    return {key: len(group.handles) for key, group in _REGISTRY.get(owner, {}).items()}
 
 
 def register(module: nn.Module, kind: str, hook: Callable[..., Any], *, key: str, **kwargs: Any) -> RemovableHandle:
     """Register a module hook under ``key``, replacing any hook registered earlier with that key.
 
-    ``kind`` is one of ``forward_pre``, ``forward``, ``full_backward_pre``, ``full_backward`` or
-    ``backward`` (the deprecated legacy hook). Extra keyword arguments (``prepend``, ``with_kwargs``,
-    ``always_call``) go to the matching ``nn.Module.register_*_hook`` method. Re-running a notebook
-    cell that calls this therefore leaves exactly one hook in place, never a stack of copies.
+    ``kind`` is a module kind of :mod:`hookviz.catalogue`: ``forward_pre``, ``forward``,
+    ``backward_pre`` and ``backward`` (the *full* backward hooks), ``backward_legacy`` (the
+    deprecated ``register_backward_hook``) or one of the state-dict kinds. ``full_backward`` and
+    ``full_backward_pre`` are accepted as other names of ``backward`` and ``backward_pre``. Extra
+    keyword arguments (``prepend``, ``with_kwargs``, ``always_call``) go to the matching
+    ``nn.Module.register_*_hook`` method. Re-running a notebook cell that calls this therefore leaves
+    exactly one hook in place, never a stack of copies.
     """
     if not isinstance(module, nn.Module):
         raise TypeError(f"register() needs an nn.Module, got {type(module).__name__}")
-    if kind not in HOOK_KINDS:
-        raise ValueError(f"unknown hook kind {kind!r}; choose one of {sorted(HOOK_KINDS)}")
-    handle = getattr(module, HOOK_KINDS[kind])(hook, **kwargs)
-    _store_handles(module, key, [handle])
+    info = hook_kind(_REGISTER_ALIASES.get(kind, kind))
+    if info.target != "module":
+        raise ValueError(
+            f"register() attaches module hooks; {kind!r} is a {info.target} hook. "
+            "Use HookGroup(model, key=...).register(...) for other kinds"
+        )
+    group = HookGroup(module, key=key)
+    handle = group.register(module, info, hook, **kwargs)
+    group.claim()
     return handle
 
 
@@ -119,8 +254,7 @@ def resolve_layers(
             if not isinstance(name, str):
                 raise TypeError(f"layer names must be strings from named_modules(), got {name!r}")
             if name not in named:
-                close = difflib.get_close_matches(name, [n for n in named if n], n=3, cutoff=0.5)
-                hint = f"; closest: {', '.join(repr(c) for c in close)}" if close else ""
+                hint = closest_hint(name, named)
                 raise KeyError(f"no layer named {name!r} in {type(model).__name__}{hint}")
         chosen = {name: named[name] for name in named if name in set(layers)}
     else:
@@ -247,32 +381,36 @@ class Capture:
         # (layer, call) in the order the calls happened: forward hooks, then gradients as backward runs
         self.forward_order: list[tuple[str, int]] = []
         self.backward_order: list[tuple[str, int]] = []
-        self._active = False
+        self._hooks: HookGroup | None = None
 
     # -- lifetime ------------------------------------------------------------------------------
     def start(self) -> Capture:
-        """Register the hooks (replacing hooks held under the same key). Returns ``self``."""
-        handles = []
+        """Register the hooks and hold the capture's key. Returns ``self``.
+
+        A capture started earlier under the same key on the same model loses its hooks and becomes
+        inactive; stopping it later leaves this capture's hooks alone.
+        """
+        self.stop()  # a second start() replaces this capture's own hooks, never stacks them
+        group = HookGroup(self.model, key=self.key)
         try:
             for name, module in self.layers.items():
-                handles.append(module.register_forward_hook(self._make_forward_hook(name)))
+                group.register(module, "forward", self._make_forward_hook(name))
         except BaseException:
-            for handle in handles:
-                handle.remove()
+            group.remove()
             raise
-        _store_handles(self.model, self.key, handles)
-        self._active = True
+        self._hooks = group.claim()
         return self
 
     def stop(self) -> None:
-        """Remove every hook this capture added. Safe to call more than once."""
-        remove_key(self.model, self.key)
-        self._active = False
+        """Remove every hook this capture added (and nobody else's). Safe to call more than once."""
+        if self._hooks is not None:
+            self._hooks.remove()
+            self._hooks = None
 
     @property
     def active(self) -> bool:
-        """True while the hooks are registered."""
-        return self._active
+        """True while this capture's hooks are registered (False once a newer capture took its key)."""
+        return self._hooks is not None and self._hooks.active
 
     def __enter__(self) -> Capture:
         return self.start()
@@ -349,8 +487,7 @@ class Capture:
         try:
             return self.records[name]
         except KeyError:
-            close = difflib.get_close_matches(name, list(self.records), n=3, cutoff=0.5)
-            hint = f"; closest: {', '.join(map(repr, close))}" if close else ""
+            hint = closest_hint(name, self.records)
             raise KeyError(f"layer {name!r} was not captured (captured: {list(self.records)}){hint}") from None
 
     def activation(self, name: str, call: int = -1) -> Any:
@@ -419,7 +556,7 @@ class Capture:
         return None
 
     def __repr__(self) -> str:
-        state = "active" if self._active else "stopped"
+        state = "active" if self.active else "stopped"
         calls = {name: rec.calls for name, rec in self.records.items()}
         return f"Capture({state}, key={self.key!r}, calls={calls})"
 

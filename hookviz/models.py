@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import resources
 
 import torch
@@ -9,7 +10,7 @@ from torch import Tensor, nn
 
 from hookviz.data import load_digits
 
-__all__ = ["DigitsCNN", "accuracy", "load_pretrained_cnn", "train_digits_cnn", "WEIGHTS_FILE"]
+__all__ = ["DigitsCNN", "accuracy", "load_pretrained_cnn", "make_digits_step", "train_digits_cnn", "WEIGHTS_FILE"]
 
 WEIGHTS_FILE = "assets/digits_cnn.pt"
 
@@ -54,20 +55,45 @@ def accuracy(model: nn.Module, images: Tensor, labels: Tensor) -> float:
         model.train(was_training)
 
 
+def make_digits_step(
+    model: nn.Module, *, batch_size: int = 64, lr: float = 3e-3, seed: int = 0
+) -> Callable[[], Tensor]:
+    """The course's training step on the bundled digits: each call trains ``model`` on the next batch.
+
+    AdamW (``lr``, weight decay 1e-4), cross-entropy, batches of ``batch_size`` from a fresh shuffle
+    of the training split every epoch (a generator seeded with ``seed``). Each call puts the model in
+    training mode, runs forward, backward and ``optimizer.step()``, and returns the batch's loss
+    (detached). :func:`train_digits_cnn` and the training monitor both train with it. The returned
+    function has ``steps_per_epoch`` and ``optimizer`` attributes.
+    """
+    x, y = load_digits("train")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
+    generator = torch.Generator().manual_seed(seed)
+    batches: list[Tensor] = []
+
+    def step() -> Tensor:
+        if not batches:
+            batches.extend(torch.randperm(len(y), generator=generator).split(batch_size))
+        idx = batches.pop(0)
+        model.train()
+        loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    step.steps_per_epoch = -(-len(y) // batch_size)  # type: ignore[attr-defined]
+    step.optimizer = optimizer  # type: ignore[attr-defined]
+    return step
+
+
 def train_digits_cnn(epochs: int = 15, batch_size: int = 64, lr: float = 3e-3, seed: int = 0) -> DigitsCNN:
     """Train a fresh :class:`DigitsCNN` on the bundled training split (about 10 s on 2 CPU cores)."""
     torch.manual_seed(seed)
-    x, y = load_digits("train")
     model = DigitsCNN()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
-    generator = torch.Generator().manual_seed(seed)
-    model.train()
-    for _ in range(epochs):
-        for idx in torch.randperm(len(y), generator=generator).split(batch_size):
-            loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    step = make_digits_step(model, batch_size=batch_size, lr=lr, seed=seed)
+    for _ in range(epochs * step.steps_per_epoch):  # type: ignore[attr-defined]
+        step()
     return model.eval()
 
 

@@ -1,8 +1,17 @@
-"""Shared test setup: a non-interactive matplotlib backend and a clean hook state per test."""
+"""Shared test setup: a non-interactive matplotlib backend, a fixed seed and no hook left behind.
+
+Every test runs under a :class:`hook_leaks.HookLeakGuard`: a hook that the test (or code it calls)
+registered and that is still attached to a live object when the test ends - a module, a tensor, an
+optimizer, a global dict - fails the test at teardown with the hook's name and the line that
+registered it. The leaked hooks are then removed, so the next test starts clean.
+"""
+
+from collections.abc import Iterator
 
 import matplotlib
 import pytest
 import torch
+from hook_leaks import HookLeakGuard
 
 matplotlib.use("Agg")
 
@@ -10,3 +19,17 @@ matplotlib.use("Agg")
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True)
+def _no_hook_left_behind() -> Iterator[HookLeakGuard]:
+    """Fail the test if it leaves a hook attached to anything that outlives it."""
+    guard = HookLeakGuard().start()
+    try:
+        yield guard
+    finally:
+        guard.stop()
+    leaks = guard.leaks()
+    guard.cleanup()
+    if leaks:
+        pytest.fail(f"{len(leaks)} hook(s) left behind:\n  " + "\n  ".join(leaks), pytrace=False)

@@ -288,3 +288,107 @@ def test_first_nonfinite_names_the_layer_where_nan_or_inf_appears_first():
     assert cap.first_nonfinite() is None and cap.first_nonfinite("gradients") is None
     with pytest.raises(ValueError, match="where must be"):
         cap.first_nonfinite("inputs")
+
+
+def test_a_stale_capture_never_touches_the_hooks_of_the_one_that_replaced_it():
+    model = small_cnn()
+    a = hookviz.capture(model, ["0", "2"], key="k").start()
+    assert a.active
+    b = hookviz.capture(model, ["0", "2"], key="k").start()
+    assert not a.active, "a newer capture under the same key makes the older one inactive"
+    assert b.active and hook_count(model) == 2
+    a.stop()  # the stale owner stops: b keeps its hooks
+    assert b.active and hook_count(model) == 2
+    assert registered_keys(model) == {"k": 2}
+    model(torch.randn(1, 1, 8, 8)).sum().backward()
+    assert b.records["0"].calls == 1 and b.gradient("2") is not None
+    assert a.records["0"].calls == 0, "the stale capture records nothing"
+    b.stop()
+    assert hook_count(model) == 0 and not b.active and registered_keys(model) == {}
+
+
+def test_register_under_a_capture_key_replaces_the_capture_and_remove_key_deactivates():
+    model = small_cnn()
+    cap = hookviz.capture(model, "0", key="shared").start()
+    hookviz.register(model, "forward", lambda *a: None, key="shared")
+    assert not cap.active and hook_count(model) == 1
+    cap.stop()
+    assert hook_count(model) == 1, "stopping the replaced capture leaves register()'s hook alone"
+    assert hookviz.remove_key(model, "shared") == 1
+    other = hookviz.capture(model, "0", key="other").start()
+    hookviz.remove_key(model, "other")
+    assert not other.active and hook_count(model) == 0
+
+
+def test_remove_all_hooks_makes_keyed_owners_inactive():
+    model = small_cnn()
+    cap = hookviz.capture(model, "0", key="k").start()
+    hookviz.remove_all_hooks(model)
+    assert not cap.active
+    cap.stop()  # nothing left to remove, no error
+    assert hook_count(model) == 0
+
+
+def test_register_backward_is_the_full_hook_and_the_legacy_one_is_named_so():
+    layer = nn.Linear(2, 2)
+    hookviz.register(layer, "backward", noop_hook, key="b")
+    assert layer._is_full_backward_hook is True
+    assert [r.kind for r in hookviz.list_hooks(layer, include_global=False)] == ["backward"]
+    hookviz.remove_key(layer, "b")
+    hookviz.register(layer, "backward_pre", noop_hook, key="b")
+    assert len(layer._backward_pre_hooks) == 1
+    hookviz.remove_key(layer, "b")
+    legacy = nn.Linear(2, 2)
+    hookviz.register(legacy, "backward_legacy", noop_hook, key="b")
+    assert legacy._is_full_backward_hook is False
+    assert [r.kind for r in hookviz.list_hooks(legacy, include_global=False)] == ["backward_legacy"]
+    hookviz.remove_key(legacy, "b")
+    # the registration methods' own words are still understood
+    hookviz.register(layer, "full_backward", noop_hook, key="b")
+    assert layer._is_full_backward_hook is True and hookviz.remove_key(layer, "b") == 1
+
+
+def test_register_explains_names_it_does_not_take():
+    layer = nn.Linear(2, 2)
+    with pytest.raises(ValueError, match="called 'backward_legacy'"):
+        hookviz.register(layer, "register_backward_hook", noop_hook, key="k")
+    with pytest.raises(ValueError, match="closest: 'forward'"):
+        hookviz.register(layer, "forwrd", noop_hook, key="k")
+    with pytest.raises(ValueError, match="tensor hook"):
+        hookviz.register(layer, "tensor", noop_hook, key="k")
+    assert hook_count(layer) == 0 and registered_keys(layer) == {}
+
+
+def noop_hook(*args):
+    return None
+
+
+def test_hook_group_owns_hooks_of_every_kind_and_removes_exactly_those():
+    import torch.nn.modules.module as module_hooks
+
+    model = nn.Sequential(nn.Linear(2, 2))
+    model[0].register_forward_pre_hook(noop_hook)  # the user's own hook: never touched
+    fired = []
+    with hookviz.HookGroup(model, key="probe") as hooks:
+        hooks.register(model[0], "forward", lambda *a: fired.append("forward"))
+        hooks.register(model[0].weight, "tensor", lambda g: fired.append("tensor"))
+        hooks.register(None, "global_forward", lambda *a: fired.append("global"))
+        model(torch.ones(1, 2)).sum().backward()
+        assert len(hooks) == 3 and hooks.active
+    assert sorted(fired) == ["forward", "global", "global", "tensor"]
+    assert not hooks.active and not module_hooks._global_forward_hooks
+    assert [r.kind for r in hookviz.list_hooks(model, include_global=False)] == ["forward_pre"]
+    with pytest.raises(TypeError, match="attach to a tensor"):
+        hookviz.HookGroup().register(model, "tensor", noop_hook)
+    with pytest.raises(ValueError, match="no handle"):
+        hookviz.HookGroup().register(None, "saved_tensors", noop_hook)
+    model[0]._forward_pre_hooks.clear()
+
+
+def test_hook_group_keeps_no_model_alive():
+    model = small_cnn()
+    hookviz.capture(model, "0", key="k").start()
+    ref = weakref.ref(model)
+    del model
+    gc.collect()
+    assert ref() is None

@@ -104,3 +104,86 @@ def test_checker_module_is_documented_and_typed(module_name):
         missing = [p.name for p in sig.parameters.values() if p.annotation is inspect.Parameter.empty]
         assert not missing, f"{module_name}.{fn.__name__}: parameters without type hints: {missing}"
         assert sig.return_annotation is not inspect.Signature.empty, f"{module_name}.{fn.__name__}: no return type"
+
+
+# --------------------------------------------------------------------------- wrong answers get specific hints
+
+
+def _hint_for(check, answer) -> str:
+    from hookviz.exercises import ExerciseNotSolved
+
+    with pytest.raises(ExerciseNotSolved) as info:
+        check(answer)
+    return str(info.value)
+
+
+def test_nb00_late_binding_closure_gets_its_own_hint():
+    from hookviz.exercises import nb00
+
+    def record_output_shapes(model, x):
+        shapes, handles = {}, []
+        for name, module in model.named_modules():
+            if name and not list(module.children()):
+                # every lambda looks `name` up when it runs: the last name of the loop
+                handles.append(module.register_forward_hook(lambda m, a, out: shapes.update({name: tuple(out.shape)})))  # noqa: B023 (the bug under test)
+        try:
+            model(x)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return shapes
+
+    hint = _hint_for(nb00.check_record_output_shapes, record_output_shapes)
+    assert "same name" in hint and "name=name" in hint
+    assert "leaf module has no children" not in hint
+
+
+def test_nb07_one_optimizer_for_all_parameters_is_rejected():
+    from hookviz.exercises import nb07
+
+    def attach_optimizers(model, make_optimizer):
+        optimizer = make_optimizer(list(model.parameters()))
+
+        def step(param):
+            optimizer.step()
+            param.grad = None
+
+        return [param.register_post_accumulate_grad_hook(step) for param in model.parameters()]
+
+    hint = _hint_for(nb07.check_optimizer_in_backward, attach_optimizers)
+    assert "one optimizer per parameter" in hint.lower() and "make_optimizer([param])" in hint
+
+    def optimizer_made_in_the_hook(model, make_optimizer):
+        def step(param):
+            make_optimizer([param]).step()
+            param.grad = None
+
+        return [param.register_post_accumulate_grad_hook(step) for param in model.parameters()]
+
+    assert "not inside the hook" in _hint_for(nb07.check_optimizer_in_backward, optimizer_made_in_the_hook)
+
+
+def test_nb04_module_hooks_instead_of_tensor_hooks_get_a_specific_hint_and_no_warning():
+    import warnings
+
+    from hookviz.exercises import nb04
+
+    def add_clip_hooks(model, limit):
+        def clip(module, grad_input, grad_output):
+            return tuple(None if g is None else g.clamp(-limit, limit) for g in grad_input)
+
+        return [m.register_full_backward_hook(clip) for m in model.modules()]
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        hint = _hint_for(nb04.check_clip_hooks, add_clip_hooks)
+    assert "module hooks" in hint and "register_hook" in hint
+    assert [str(w.message) for w in seen] == []
+
+
+def test_renamed_checkers_keep_their_old_names():
+    from hookviz.exercises import nb00, nb01
+
+    assert nb00.check_grad_norm_logger is nb00.check_attach_grad_norm_logger
+    assert nb01.check_grad_norm_logger is nb01.check_grad_norm_logger_class
+    assert nb00.check_attach_grad_norm_logger is not nb01.check_grad_norm_logger_class

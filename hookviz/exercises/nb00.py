@@ -14,8 +14,9 @@ import torch
 from torch import Tensor, nn
 
 from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.hooks_table import list_hooks
 
-__all__ = ["check_record_output_shapes", "check_grad_norm_logger"]
+__all__ = ["check_record_output_shapes", "check_attach_grad_norm_logger"]
 
 
 class _ForwardFailed(RuntimeError):
@@ -34,7 +35,9 @@ def _leaf_names(model: nn.Module) -> list[str]:
 
 
 def _forward_hook_count(model: nn.Module) -> int:
-    return sum(len(mod._forward_hooks) + len(mod._forward_pre_hooks) for mod in model.modules())
+    """Forward and forward-pre hooks still attached to ``model`` or its submodules (read by the inspector)."""
+    kinds = list_hooks(model, include_global=False).kinds()
+    return kinds.get("forward", 0) + kinds.get("forward_pre", 0)
 
 
 def _expected_shapes(model: nn.Module, x: Tensor) -> dict[str, tuple[int, ...]]:
@@ -70,6 +73,15 @@ def check_record_output_shapes(fn: Callable[[nn.Module, Tensor], dict[str, Any]]
             isinstance(result, dict),
             f"return a dict {{layer name: output shape}}, not {type(result).__name__}",
         )
+        leaves = list(expected)
+        if len(leaves) > 1 and list(result) == [leaves[-1]]:
+            raise ExerciseNotSolved(
+                f"every hook wrote under the same name, {leaves[-1]!r}: the last name of your loop. A lambda (or "
+                "def) made inside a for loop looks the loop variable up when the hook runs - after the loop has "
+                "ended - not when you register it. Bind the name when you register the hook: "
+                "`lambda module, args, output, name=name: ...`, or build each hook in a small function "
+                "`make_hook(name)` that returns it."
+            )
         expect(
             sorted(result) == sorted(expected),
             f"the keys should be the leaf modules' names from named_modules() ({sorted(expected)}), "
@@ -103,8 +115,12 @@ def check_record_output_shapes(fn: Callable[[nn.Module, Tensor], dict[str, Any]]
     passed("record_output_shapes returns every leaf's output shape and leaves no hook behind")
 
 
-def check_grad_norm_logger(fn: Callable[[Tensor, list[float]], Any]) -> None:
-    """Check ``fn(param, log)``: a hook appending ``param.grad.norm()`` each time ``.grad`` is written."""
+def check_attach_grad_norm_logger(fn: Callable[[Tensor, list[float]], Any]) -> None:
+    """Check ``attach_grad_norm_logger(param, log)``: a hook appending ``param.grad.norm()`` after each write.
+
+    It must return the hook's handle. (Notebook 01's ``check_grad_norm_logger_class`` checks a
+    logger *class* instead.)
+    """
     w = torch.tensor([1.0, 1.0], requires_grad=True)
     log: list[float] = []
     handle = call_learner_code(fn, w, log)
@@ -136,3 +152,7 @@ def check_grad_norm_logger(fn: Callable[[Tensor, list[float]], Any]) -> None:
     (coeff * w).sum().backward()
     expect(len(log) == 2, "after handle.remove() the hook still fired: return the hook's own handle")
     passed("the logger sees .grad after it is written: norms [5.0, 10.0]")
+
+
+#: The name this checker had before; notebooks written against it keep working.
+check_grad_norm_logger = check_attach_grad_norm_logger

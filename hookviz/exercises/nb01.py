@@ -16,7 +16,7 @@ from torch.utils.hooks import RemovableHandle
 
 from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
 
-__all__ = ["check_clip_hook", "check_register_once", "check_grad_norm_logger"]
+__all__ = ["check_clip_hook", "check_register_once", "check_grad_norm_logger_class"]
 
 
 def check_clip_hook(clip_hook: Callable[[Tensor], Tensor | None]) -> None:
@@ -87,8 +87,12 @@ def check_register_once(register_once: Callable[[Tensor, Callable[[Tensor], Any]
     passed("register_once runs fn in the first backward only, passes its result on, and can be removed early")
 
 
-def check_grad_norm_logger(logger_cls: type) -> None:
-    """Exercise 3: a class whose bound method is a post-accumulate-grad hook that logs ``param.grad`` norms."""
+def check_grad_norm_logger_class(logger_cls: type) -> None:
+    """Exercise 3: a class whose bound method is a post-accumulate-grad hook that logs ``param.grad`` norms.
+
+    ``logger_cls()`` has a list ``norms`` and ``attach(model)`` returning one handle per parameter.
+    (Notebook 00's ``check_attach_grad_norm_logger`` checks a function that registers one hook.)
+    """
     model = nn.Linear(2, 1)
     with torch.no_grad():
         model.weight.copy_(torch.tensor([[1.0, -1.0]]))
@@ -125,3 +129,7 @@ def check_grad_norm_logger(logger_cls: type) -> None:
     step()
     expect(len(logger.norms) == 4, "after removing the handles nothing more should be logged")
     passed("GradNormLogger reads the accumulated p.grad from a bound-method post-accumulate hook")
+
+
+#: The name this checker had before; notebooks written against it keep working.
+check_grad_norm_logger = check_grad_norm_logger_class

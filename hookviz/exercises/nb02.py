@@ -18,7 +18,7 @@ from torch.utils.hooks import RemovableHandle
 
 from hookviz.data import load_digits
 from hookviz.exercises import call_learner_code, expect, passed
-from hookviz.inspect import list_hooks
+from hookviz.hooks_table import list_hooks
 from hookviz.models import load_pretrained_cnn
 
 __all__ = ["check_feature_hook", "check_mixup", "check_call_counter"]

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
 from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
-from hookviz.inspect import list_hooks
+from hookviz.hooks_table import list_hooks
 from hookviz.models import DigitsCNN
 
 __all__ = ["check_halve_input_grads", "check_clip_hooks", "check_output_grad_norms"]
@@ -117,12 +117,25 @@ def check_clip_hooks(add_clip_hooks: Callable[[nn.Module, float], Any]) -> None:
             isinstance(handles, (list, tuple)) and all(isinstance(h, RemovableHandle) for h in handles),
             "add_clip_hooks should return a list of the handles that register_hook gave you",
         )
+        module_hooks = [row for row in list_hooks(model, include_global=False) if not row.where.startswith("param:")]
+        if module_hooks:
+            kinds = ", ".join(sorted({row.kind for row in module_hooks}))
+            places = len({row.where for row in module_hooks})
+            raise ExerciseNotSolved(
+                f"you registered module hooks ({kinds} on {places} module(s)), not tensor hooks on the parameters. "
+                "A module backward hook sees the gradients with respect to the module's inputs and outputs, "
+                "never the gradients of its weights. Register a tensor hook on every parameter: "
+                "`p.register_hook(...)` for p in model.parameters()."
+            )
         n_params = len(list(model.parameters()))
         expect(
             len(handles) == n_params,
             f"expected one hook per parameter ({n_params}), got {len(handles)} handles",
         )
-        (model(x) * 10).sum().backward()
+        with warnings.catch_warnings():
+            # a module hook left by the learner would warn about the first layer's input needing no gradient
+            warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
+            (model(x) * 10).sum().backward()
         for name, p in model.named_parameters():
             expect(p.grad is not None, f"{name} got no gradient: does your hook return the clipped tensor?")
             expect(

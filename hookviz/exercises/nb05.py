@@ -6,37 +6,41 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.nn.modules.module as _module_mod
 from torch import Tensor, nn
 
 from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.hooks_table import HookTable, list_global_hooks, list_hooks
 
 __all__ = ["check_count_calls", "check_attach_once", "check_safe_hook"]
 
-_GLOBAL_DICTS = (
-    "_global_forward_pre_hooks",
-    "_global_forward_hooks",
-    "_global_backward_pre_hooks",
-    "_global_backward_hooks",
+# The global module hooks a learner might use (forward and backward; not the registration hooks).
+_GLOBAL_KINDS = (
+    "global_forward_pre",
+    "global_forward",
+    "global_backward_pre",
+    "global_backward",
+    "global_backward_legacy",
 )
+
+
+def _global_hooks() -> HookTable:
+    """The global module hooks (forward and backward) registered in this process now, read by the inspector."""
+    return HookTable(row for row in list_global_hooks(optimizer=False) if row.kind in _GLOBAL_KINDS)
 
 
 def _global_hook_count() -> int:
     """How many global module hooks (forward and backward) are registered in this process."""
-    return sum(len(getattr(_module_mod, name, {})) for name in _GLOBAL_DICTS)
+    return len(_global_hooks())
 
 
-def _global_hook_ids() -> dict[str, set[int]]:
-    """The ids of the global module hooks registered now, per dict."""
-    return {name: set(getattr(_module_mod, name, {})) for name in _GLOBAL_DICTS}
+def _global_hook_ids() -> set[tuple[str, int]]:
+    """The (kind, id) of every global module hook registered now."""
+    return {(row.kind, row.hook_id) for row in _global_hooks()}
 
 
-def _remove_new_global_hooks(before: dict[str, set[int]]) -> None:
+def _remove_new_global_hooks(before: set[tuple[str, int]]) -> None:
     """Remove global hooks registered since ``before`` (a leaked hook would slow every later cell)."""
-    for name, ids in before.items():
-        hooks = getattr(_module_mod, name, {})
-        for hook_id in set(hooks) - ids:
-            del hooks[hook_id]
+    HookTable(row for row in _global_hooks() if (row.kind, row.hook_id) not in before).remove()
 
 
 class _Boom(nn.Module):
@@ -114,7 +118,8 @@ def check_attach_once(attach_once: Callable[[nn.Module, Callable[..., Any]], Any
         calls == ["second", "first"],
         f"attaching to another module must not remove the first module's hook; ran {calls}. Key the handles by module.",
     )
-    expect(len(a._forward_hooks) == 1 and len(b._forward_hooks) == 1, "each module should hold exactly one hook")
+    per_module = [list_hooks(m, include_global=False).kinds().get("forward", 0) for m in (a, b)]
+    expect(per_module == [1, 1], f"each module should hold exactly one forward hook; they hold {per_module}")
     passed("attach_once replaces instead of stacking, one hook per module")
 
 

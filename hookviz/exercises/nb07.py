@@ -104,8 +104,33 @@ def check_optimizer_in_backward(
         opt.step()
 
     model = copy.deepcopy(base)
-    handles = call_learner_code(attach, model, lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9))
+    made: list[list[nn.Parameter]] = []  # the parameters of every optimizer the learner creates
+
+    def make_optimizer(params: Any) -> torch.optim.Optimizer:
+        if isinstance(params, Tensor):
+            raise ExerciseNotSolved("make_optimizer takes a list of parameters: make_optimizer([param])")
+        params = list(params)
+        made.append(params)
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+
+    handles = call_learner_code(attach, model, make_optimizer)
     try:
+        n_params = len(list(model.parameters()))
+        expect(
+            bool(made),
+            "attach made no optimizer: create them in attach, one per parameter with make_optimizer([param]) - "
+            "not inside the hook, where a new optimizer would forget its momentum at every step",
+        )
+        sizes = [len(params) for params in made]
+        expect(
+            len(made) == n_params and sizes == [1] * n_params,
+            f"you made {len(made)} optimizer(s) holding {sizes} parameters for a model with {n_params} "
+            "parameters. With one optimizer for all parameters, every hook's step() walks over every "
+            "parameter: a backward pass runs it once per parameter, and it steps whichever parameters hold a "
+            ".grad at that moment (the weights come out right here only because every other .grad is None "
+            "then). Make one optimizer per parameter, make_optimizer([param]), and step that one in the "
+            "parameter's hook.",
+        )
         expect(
             isinstance(handles, (list, tuple)) and len(handles) == len(list(model.parameters())),
             "attach should return one handle per parameter (a list of what register_post_accumulate_grad_hook returns)",

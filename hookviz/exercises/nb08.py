@@ -16,6 +16,7 @@ from torch import Tensor, nn
 
 from hookviz.data import load_digits
 from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.hooks_table import list_hooks
 from hookviz.models import load_pretrained_cnn
 
 __all__ = [
@@ -30,12 +31,14 @@ __all__ = [
 
 
 def _module_hook_count(model: nn.Module) -> int:
-    """Forward, forward-pre and backward hooks attached to ``model`` or any submodule."""
-    total = 0
-    for module in model.modules():
-        total += len(module._forward_hooks) + len(module._forward_pre_hooks)
-        total += len(module._backward_hooks) + len(module._backward_pre_hooks)
-    return total
+    """Forward, forward-pre and backward hooks attached to ``model`` or any submodule (read by the inspector)."""
+    counted = ("forward_pre", "forward", "backward_pre", "backward", "backward_legacy")
+    return sum(1 for row in list_hooks(model, include_global=False) if row.kind in counted)
+
+
+def _forward_hook_count(module: nn.Module) -> int:
+    """Forward hooks attached to ``module`` itself (not its submodules)."""
+    return sum(1 for row in list_hooks(module, include_global=False) if row.kind == "forward" and row.where == "<root>")
 
 
 def _expect_no_hooks(model: nn.Module, what: str) -> None:
@@ -84,9 +87,9 @@ def check_activity_counter(counter_cls: type) -> None:
         reference = (model.features[:7](x) > 0).flatten(2).any(dim=2).sum(dim=0)
     counter = call_learner_code(counter_cls, layer)
     expect(
-        len(layer._forward_hooks) == 1,
+        _forward_hook_count(layer) == 1,
         f"ActivityCounter(module) should register exactly one forward hook on the module; found "
-        f"{len(layer._forward_hooks)}",
+        f"{_forward_hook_count(layer)}",
     )
     with torch.no_grad():
         for batch in x.split(32):  # three batches: 32, 32, 26

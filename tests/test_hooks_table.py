@@ -28,7 +28,7 @@ def test_lists_every_local_kind_with_flags():
         "forward": 1,
         "backward_pre": 1,
         "backward": 1,
-        "state_dict": 1,
+        "state_dict_post": 1,
         "tensor": 1,
         "post_accumulate_grad": 1,
     }
@@ -50,7 +50,7 @@ def test_legacy_backward_hook_is_flagged():
         warnings.simplefilter("ignore")
         layer.register_backward_hook(noop)
     (row,) = hookviz.list_hooks(layer, include_global=False)
-    assert row.kind == "backward" and "legacy" in row.flags
+    assert row.kind == "backward_legacy" and "legacy" in row.flags
 
 
 def test_remove_all_hooks_really_stops_them_firing():
@@ -73,7 +73,7 @@ def test_global_hooks_are_listed_and_removed_only_on_request():
     handle = module_mod.register_module_forward_hook(noop)
     try:
         rows = [r for r in hookviz.list_hooks(model) if r.where == "<global>"]
-        assert [(r.kind, r.hook) for r in rows] == [("forward", "noop")]
+        assert [(r.kind, r.hook) for r in rows] == [("global_forward", "noop")]
         hookviz.remove_all_hooks(model)
         assert any(r.where == "<global>" for r in hookviz.list_hooks(model))
         hookviz.remove_all_hooks(model, include_global=True)
@@ -104,13 +104,14 @@ def test_optimizer_hooks_are_listed_when_the_optimizer_is_given():
         assert hookviz.list_hooks(model, include_global=False) == []
         rows = hookviz.list_hooks(model, optimizer=opt)
         assert [(r.where, r.kind) for r in rows] == [
-            ("optimizer", "step_pre"),
-            ("optimizer", "step_post"),
-            ("optimizer", "state_dict_pre"),
-            ("<global optimizer>", "step_post"),
+            ("optimizer", "optimizer_step_pre"),
+            ("optimizer", "optimizer_step_post"),
+            ("optimizer", "optimizer_state_dict_pre"),
+            ("<global optimizer>", "global_optimizer_step_post"),
         ]
         assert hookviz.remove_all_hooks(model, optimizer=opt) == 2  # step hooks; state-dict hook stays
-        assert [r.kind for r in hookviz.list_hooks(model, optimizer=opt)] == ["state_dict_pre", "step_post"]
+        left = [r.kind for r in hookviz.list_hooks(model, optimizer=opt)]
+        assert left == ["optimizer_state_dict_pre", "global_optimizer_step_post"]
         assert hookviz.remove_all_hooks(model, optimizer=opt, include_global=True) == 1
     finally:
         handle.remove()

@@ -1,0 +1,226 @@
+"""See what is attached to a model: every module hook, global hook and parameter tensor hook.
+
+PyTorch keeps hooks in private ``OrderedDict`` attributes of each module (``_forward_hooks`` and
+friends), in module-level dicts for global hooks, and on parameters (``_backward_hooks``,
+``_post_accumulate_grad_hooks``). There is no public "list my hooks" call; :func:`list_hooks` reads
+the places that :mod:`hookviz.catalogue` names and returns a :class:`HookTable`, and
+:func:`remove_all_hooks` empties them. The ``kind`` column uses the catalogue's names.
+
+(This module was called ``hookviz.inspect``; it was renamed so that it no longer shadows the
+standard library's ``inspect`` when Python runs from inside the package folder.)
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.modules.module as _module_mod
+from torch import nn
+
+from hookviz.capture import forget_model
+from hookviz.catalogue import HookKind, kinds
+from hookviz.text import text_table
+
+__all__ = ["HookRow", "HookTable", "list_global_hooks", "list_hooks", "remove_all_hooks"]
+
+# Extra per-module / global dicts that PyTorch keys by the same hook id (flags of a hook).
+_MODULE_EXTRAS = {
+    "forward_pre": ("_forward_pre_hooks_with_kwargs",),
+    "forward": ("_forward_hooks_with_kwargs", "_forward_hooks_always_called"),
+}
+_GLOBAL_EXTRAS = {"global_forward": ("_global_forward_hooks_with_kwargs", "_global_forward_hooks_always_called")}
+
+
+@dataclass(frozen=True)
+class HookRow:
+    """One attached hook: where it lives, its kind (a catalogue name), the function's name and its flags."""
+
+    where: str
+    kind: str
+    hook: str
+    flags: str
+    hook_id: int
+    _stores: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+
+    def remove(self) -> bool:
+        """Detach this hook (like its handle's ``remove()``); False if it was already gone."""
+        dicts = [ref() for ref in self._stores]
+        if not dicts or dicts[0] is None or self.hook_id not in dicts[0]:
+            return False
+        for hooks in dicts:
+            if hooks is not None:
+                hooks.pop(self.hook_id, None)
+        return True
+
+
+def _describe(fn: Any) -> str:
+    """A readable name for a hook function (also for bound methods, partials and callables)."""
+    target = getattr(fn, "func", fn)  # functools.partial
+    name = getattr(target, "__qualname__", None) or type(target).__name__
+    owner = getattr(target, "__self__", None)
+    if owner is not None and not isinstance(owner, type) and "." not in name:
+        name = f"{type(owner).__name__}.{name}"
+    return name
+
+
+def _flags(holder: Any, kind: HookKind, hook_id: int) -> str:
+    """with_kwargs / always_call flags of a forward (pre-)hook; full / legacy for backward hooks."""
+    prefix = "_global" if kind.is_global else ""
+    flags = []
+    if kind.name in ("forward_pre", "forward", "global_forward"):
+        base = "_forward_pre_hooks" if kind.name == "forward_pre" else "_forward_hooks"
+        if hook_id in getattr(holder, f"{prefix}{base}_with_kwargs", {}):
+            flags.append("with_kwargs")
+        if kind.name != "forward_pre" and hook_id in getattr(holder, f"{prefix}{base}_always_called", {}):
+            flags.append("always_call")
+    if kind.name in ("backward", "global_backward"):
+        flags.append("full")
+    if kind.name in ("backward_legacy", "global_backward_legacy"):
+        flags.append("legacy (deprecated)")
+    return ", ".join(flags)
+
+
+def _rows(where: str, holder: Any, kind: HookKind, extras: tuple[str, ...] = ()) -> list[HookRow]:
+    """The rows for the hooks of ``kind`` attached to ``holder`` (an object, or the global module)."""
+    hooks = kind.hooks_of(holder)
+    if not hooks:
+        return []
+    store = holder if kind.storage_module is None else _storage_module(kind)
+    dicts = [getattr(store, kind.storage_attr)] + [getattr(store, name) for name in extras if hasattr(store, name)]
+    refs = tuple(weakref.ref(d) for d in dicts)
+    return [HookRow(where, kind.name, _describe(fn), _flags(store, kind, i), i, refs) for i, fn in hooks.items()]
+
+
+def _storage_module(kind: HookKind) -> Any:
+    return importlib.import_module(kind.storage_module)
+
+
+class HookTable(list[HookRow]):
+    """A list of :class:`HookRow` that prints as a table (text and HTML)."""
+
+    columns = ("where", "kind", "hook", "flags")
+
+    def _cells(self) -> list[tuple[str, ...]]:
+        return [(r.where, r.kind, r.hook, r.flags) for r in self]
+
+    def __str__(self) -> str:
+        return text_table(self.columns, self._cells(), empty="no hooks attached")
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        if not self:
+            return "<p>no hooks attached</p>"
+        head = "".join(f"<th>{c}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self._cells())
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def kinds(self) -> dict[str, int]:
+        """How many hooks of each kind."""
+        result: dict[str, int] = {}
+        for row in self:
+            result[row.kind] = result.get(row.kind, 0) + 1
+        return result
+
+    def remove(self) -> int:
+        """Detach every hook listed in this table; return how many were still attached."""
+        return sum(row.remove() for row in self)
+
+
+def list_global_hooks(*, optimizer: bool = True) -> HookTable:
+    """The hooks that fire for every module (``<global>``) and, with ``optimizer``, every optimizer step."""
+    table = HookTable()
+    for kind in kinds(target="global module"):
+        table += _rows("<global>", None, kind, _GLOBAL_EXTRAS.get(kind.name, ()))
+    if optimizer:
+        for kind in kinds(target="global optimizer"):
+            table += _rows("<global optimizer>", None, kind)
+    return table
+
+
+def list_hooks(
+    model: nn.Module, *, include_global: bool = True, optimizer: torch.optim.Optimizer | None = None
+) -> HookTable:
+    """List every hook attached to ``model``, its submodules and its parameters.
+
+    Rows name where the hook lives (a qualified module name, ``<root>`` for the model itself,
+    ``param:<name>`` for a parameter, ``<global>`` for hooks that fire on every module), the kind
+    (a name from :mod:`hookviz.catalogue`: ``forward_pre``, ``forward``, ``backward_pre``,
+    ``backward``, ``backward_legacy``, ``state_dict_post``..., ``tensor``, ``post_accumulate_grad``,
+    ``global_forward``...), the hook function's name and its flags (``with_kwargs``,
+    ``always_call``, ``full`` or ``legacy`` backward hook). With ``optimizer``, its step and
+    state-dict hooks are listed too (``optimizer``), and the global optimizer step hooks
+    (``<global optimizer>``).
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"list_hooks() needs an nn.Module, got {type(model).__name__}")
+    table = HookTable()
+    for name, module in model.named_modules():
+        for kind in kinds(target="module"):
+            table += _rows(name or "<root>", module, kind, _MODULE_EXTRAS.get(kind.name, ()))
+    for pname, param in model.named_parameters():
+        for kind in kinds(target="tensor"):
+            table += _rows(f"param:{pname}", param, kind)
+    if include_global:
+        table += list_global_hooks(optimizer=False)
+    if optimizer is not None:
+        for kind in kinds(target="optimizer"):
+            table += _rows("optimizer", optimizer, kind)
+        if include_global:
+            table += [row for row in list_global_hooks() if row.where == "<global optimizer>"]
+    return table
+
+
+def _clear(holder: Any, kind: HookKind, cleared: set[int]) -> int:
+    """Empty the dict that holds ``kind`` hooks on ``holder``; count each dict once."""
+    hooks = getattr(holder, kind.storage_attr, None)
+    if not hooks or id(hooks) in cleared:
+        return 0
+    cleared.add(id(hooks))
+    removed = len(hooks)
+    hooks.clear()
+    return removed
+
+
+def remove_all_hooks(
+    model: nn.Module, *, include_global: bool = False, optimizer: torch.optim.Optimizer | None = None
+) -> int:
+    """Remove every hook from ``model``, its submodules and parameters; return how many were removed.
+
+    State-dict hooks are left alone (they are part of how some modules load their weights). Global
+    module hooks affect every model in the process, so they are removed only with
+    ``include_global=True``. With ``optimizer``, its step hooks go too (and, with
+    ``include_global=True``, the global optimizer step hooks).
+    """
+    removed = 0
+    cleared: set[int] = set()
+    if optimizer is not None:
+        for kind in kinds(target="optimizer", phase="optimizer"):
+            removed += _clear(optimizer, kind, cleared)
+        if include_global:
+            for kind in kinds(target="global optimizer"):
+                removed += _clear(_storage_module(kind), kind, cleared)
+    module_kinds = [k for k in kinds(target="module") if k.phase != "state_dict"]
+    for module in model.modules():
+        for kind in module_kinds:
+            removed += _clear(module, kind, cleared)
+        module._forward_pre_hooks_with_kwargs.clear()
+        module._forward_hooks_with_kwargs.clear()
+        module._forward_hooks_always_called.clear()
+        module._is_full_backward_hook = None
+    for param in model.parameters():
+        for kind in kinds(target="tensor"):
+            removed += _clear(param, kind, cleared)
+    if include_global:
+        for kind in kinds(target="global module"):
+            removed += _clear(_module_mod, kind, cleared)
+        for extra in ("_global_forward_hooks_with_kwargs", "_global_forward_hooks_always_called"):
+            getattr(_module_mod, extra, {}).clear()
+    forget_model(model)  # hookviz's own bookkeeping: those handles are dead now
+    return removed

@@ -1,0 +1,58 @@
+"""Small text helpers shared by hookviz: one plain-text table formatter and one "closest names" hint.
+
+Every text table hookviz prints (the hook table, the catalogue of hook kinds, the widgets' tables) and
+every "no such name; closest: ..." error goes through these two functions, so they look the same
+everywhere.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+
+__all__ = ["closest_names", "closest_hint", "text_table"]
+
+
+def text_table(
+    headers: Sequence[str], rows: Iterable[Sequence[object]], *, rule: bool = True, empty: str | None = None
+) -> str:
+    """Format ``rows`` under ``headers`` as a plain-text table with left-aligned columns.
+
+    Columns are separated by two spaces and trailing spaces are stripped. With ``rule=True`` a line
+    of dashes separates the header from the rows. Cells are turned into text with ``str()``. When
+    there are no rows and ``empty`` is given, ``empty`` is returned instead of a header-only table.
+
+    >>> print(text_table(("name", "calls"), [("conv", 2), ("fc", 10)]))
+    name  calls
+    ----  -----
+    conv  2
+    fc    10
+    """
+    body = [tuple(str(cell) for cell in row) for row in rows]
+    if not body and empty is not None:
+        return empty
+    header = tuple(str(h) for h in headers)
+    for row in body:
+        if len(row) != len(header):
+            raise ValueError(f"a row has {len(row)} cells, the header has {len(header)}: {row!r}")
+    table = [header, *body]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    if rule:
+        lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def closest_names(name: str, candidates: Iterable[str], *, n: int = 3, cutoff: float = 0.5) -> list[str]:
+    """Up to ``n`` of ``candidates`` that look most like ``name`` (empty names are skipped)."""
+    return difflib.get_close_matches(name, [c for c in candidates if c], n=n, cutoff=cutoff)
+
+
+def closest_hint(name: str, candidates: Iterable[str], *, n: int = 3, cutoff: float = 0.5) -> str:
+    """``"; closest: 'a', 'b'"`` to append to an error message, or ``""`` when nothing is close.
+
+    >>> closest_hint("feature.0", ["features.0", "features.4", "classifier.1"])
+    "; closest: 'features.0', 'features.4'"
+    """
+    close = closest_names(name, candidates, n=n, cutoff=cutoff)
+    return f"; closest: {', '.join(map(repr, close))}" if close else ""
