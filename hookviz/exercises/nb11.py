@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.hooks_table import list_hooks
 
 __all__ = ["check_record_output_shapes", "check_log_weight_grad_norms", "check_add_steering", "TupleBlock"]
 
@@ -31,15 +32,8 @@ def _handles(value: Any, what: str) -> list[Any]:
 
 
 def _hook_count(model: nn.Module) -> int:
-    """Module and parameter hooks attached anywhere in ``model``."""
-    count = 0
-    for module in model.modules():
-        count += len(module._forward_hooks) + len(module._forward_pre_hooks)
-        count += len(module._backward_hooks) + len(module._backward_pre_hooks)
-    for param in model.parameters():
-        count += len(param._backward_hooks or {})
-        count += len(getattr(param, "_post_accumulate_grad_hooks", None) or {})
-    return count
+    """Module and parameter hooks attached anywhere in ``model`` (global hooks are not the learner's)."""
+    return len(list_hooks(model, include_global=False))
 
 
 def _remove_and_verify(handles: list[Any], model: nn.Module) -> None:
