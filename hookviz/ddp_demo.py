@@ -1,10 +1,15 @@
 """A real two-process DistributedDataParallel run on one CPU machine, to watch DDP communication hooks.
 
 Notebook 09 calls :func:`run_ddp_demo`. It starts ``world_size`` processes with
-``torch.multiprocessing.start_processes``: forked where the OS can fork (Linux; the children then
-start in well under a second because they inherit the already imported torch), spawned elsewhere
-(macOS, Windows; the children import this module by name, so it must be importable, and start in
-seconds). It joins them into a ``gloo`` process group over the loopback interface
+``torch.multiprocessing.start_processes`` and the ``forkserver`` start method where the OS has it
+(Linux, macOS), ``spawn`` elsewhere (Windows). Never plain ``fork``: once autograd has started its
+worker threads in the parent (in notebook 09, the ``torch.compile``'d backward passes do it), torch 2.14
+refuses to run backward in a forked child ("Unable to handle autograd's threading in combination with
+fork-based multiprocessing"); torch 2.13 let it pass. The fork server is a fresh interpreter that never
+runs autograd: it imports torch, DDP and this module once (``FORKSERVER_PRELOAD``), and the workers of
+every later run in the same parent are forked from it, so only the first run pays for the imports. With
+``spawn`` every worker imports torch itself, on every run. The workers import this module by name, so it
+must be importable. They join a ``gloo`` process group over the loopback interface
 (``MASTER_ADDR=127.0.0.1`` and a free port), and in each process runs two forward/backward passes of
 :class:`hookviz.DigitsCNN` wrapped in ``DistributedDataParallel`` on that rank's own shard of a batch,
 once per communication-hook setting:
@@ -25,6 +30,7 @@ call ``dist.init_process_group("nccl")`` without rank and size, with one GPU per
 # No `from __future__ import annotations` here: DDP inspects the hook's annotations at run time and
 # rejects a `bucket` parameter annotated with the string "dist.GradBucket" instead of the class.
 
+import multiprocessing
 import os
 import socket
 import sys
@@ -36,9 +42,26 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-__all__ = ["HOOKS", "counting_hook", "free_port", "run_ddp_demo", "shard_gradients"]
+__all__ = ["HOOKS", "counting_hook", "default_start_method", "free_port", "run_ddp_demo", "shard_gradients"]
 
 HOOKS = ("none", "count", "fp16")
+# Imported once by the fork server, so that its forked workers start with them loaded. DDP's
+# constructor imports torch._dynamo, the slowest of them (seconds).
+FORKSERVER_PRELOAD = [
+    "torch",
+    "torch._dynamo",
+    "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
+    "torch.nn.parallel.distributed",
+    "hookviz.ddp_demo",
+]
+
+
+def default_start_method() -> str:
+    """``"forkserver"`` where this OS offers it (Linux, macOS), else ``"spawn"`` (Windows).
+
+    Both are safe after autograd has run in the calling process; plain ``"fork"`` is not.
+    """
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
 def free_port() -> int:
@@ -138,18 +161,26 @@ def run_ddp_demo(
 ) -> list[dict[str, Any]]:
     """Run the demo in ``world_size`` processes on this machine; return each rank's results.
 
-    ``bucket_cap_mb`` is tiny on purpose (about 250 float32 gradients per bucket) so that even
+    ``bucket_cap_mb`` is tiny on purpose (0.001 MB: 262 float32 gradients per bucket) so that even
     this small CNN's gradients travel in several buckets. Each returned dict maps a hook name
     (``"none"``, ``"count"``, ``"fp16"``) to ``{"buckets", "all_ranks", "local_loss"}`` (``buckets``:
     one list of logged buckets per step, filled only by ``"count"``) and also holds
-    ``"backend"`` and ``"world_size"``. ``start_method`` is ``"fork"`` or ``"spawn"``; ``None`` picks
-    ``"fork"`` on Linux and ``"spawn"`` elsewhere. Raises ``RuntimeError`` with the children's logs if a
-    child fails.
+    ``"backend"`` and ``"world_size"``. ``start_method`` is ``"forkserver"`` or ``"spawn"``; ``None``
+    picks :func:`default_start_method`. ``"fork"`` is refused: it breaks once autograd has run in this
+    process. Raises ``RuntimeError`` with the children's logs if a child fails.
     """
     import torch.multiprocessing as mp
 
     if start_method is None:
-        start_method = "fork" if sys.platform.startswith("linux") else "spawn"
+        start_method = default_start_method()
+    if start_method not in ("forkserver", "spawn"):
+        raise ValueError(
+            f"start_method must be 'forkserver' or 'spawn', not {start_method!r}: a forked worker cannot run "
+            "backward once autograd has run in the parent process"
+        )
+    if start_method == "forkserver":
+        # Takes effect when the fork server starts (the first run in this process); later runs reuse it.
+        multiprocessing.get_context("forkserver").set_forkserver_preload(FORKSERVER_PRELOAD)
 
     with tempfile.TemporaryDirectory() as outdir:
         try:
