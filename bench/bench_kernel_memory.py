@@ -12,11 +12,13 @@ It also reports the wall time and the kernel's own CPU time (user + system, whic
 shared machine hardly changes; the kernel start and ``import torch`` are included).
 
 mybinder.org gives a session at most 2 GB; with the Jupyter server and two notebooks open, one
-kernel must stay under ``--limit-mib`` (700 MiB by default). The script prints a table, writes
+kernel with its children must stay under ``--limit-mib`` (800 MiB by default: notebook 09's DDP workers
+start from a fork server, which holds its own copy of torch, because forking the kernel itself after
+autograd ran crashes on newer PyTorch builds). The script prints a table, writes
 ``bench/results/kernel_memory.json`` and exits 1 if any kernel went over the limit (2 if a
 notebook failed to run).
 
-Usage: ``python bench/bench_kernel_memory.py [NOTEBOOK ...] [--limit-mib 700]`` (default: every
+Usage: ``python bench/bench_kernel_memory.py [NOTEBOOK ...] [--limit-mib 800]`` (default: every
 ``notebooks/[0-9][0-9]_*.ipynb``). ``make bench`` runs it.
 """
 
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     """Measure every notebook given (default: all course notebooks) and report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
-    parser.add_argument("--limit-mib", type=float, default=700.0, help="fail above this peak RSS (default 700)")
+    parser.add_argument("--limit-mib", type=float, default=800.0, help="fail above this peak RSS (default 800)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per cell (default 300)")
     parser.add_argument("--json", type=Path, default=RESULTS, help=f"where to write results (default {RESULTS})")
     args = parser.parse_args(argv)

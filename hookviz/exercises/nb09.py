@@ -77,7 +77,8 @@ def check_script_pre_hook(hook: Callable[..., Any]) -> None:
     handle = layer.register_forward_pre_hook(hook)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
+            # 2.13 warns with DeprecationWarning, 2.14 with FutureWarning: match the message, not the category.
+            warnings.filterwarnings("ignore", message=r"`torch\.jit\.\w+` is deprecated")
             try:
                 scripted = torch.jit.script(layer)
             except Exception as exc:  # torch.jit.frontend errors have several types
