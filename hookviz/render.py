@@ -11,6 +11,11 @@ Speed matters because a widget redraws on every click:
 * a histogram is drawn straight into pixels with Pillow (:func:`histogram_png`, about a millisecond);
 * the slower matplotlib charts (the training monitor, the hook timeline) redraw into one persistent
   ``Figure`` and are reduced to a 256-colour PNG (:func:`figure_png`), a few times smaller.
+
+Legible on a projector: every text in every picture is at least :data:`MIN_TEXT_PX` pixels tall at
+100 % zoom. Pillow text uses a :data:`FONT_PX` font; matplotlib charts are drawn under
+:data:`CHART_STYLE` (sizes in points, and :func:`figure_png` renders at 72 dpi, so 1 pt = 1 px).
+Panels have a fixed pixel size whatever they show, so a widget never jumps in height.
 """
 
 from __future__ import annotations
@@ -28,16 +33,24 @@ from hookviz.summarize import Histogram
 
 __all__ = [
     "BAD_COLOR",
+    "CHART_STYLE",
+    "FONT_PX",
+    "MIN_TEXT_PX",
     "colorize",
+    "feature_panel_png",
     "figure_png",
+    "finite_range",
     "heat_strip",
     "histogram_png",
+    "join_png",
+    "message_png",
+    "monitor_figure",
     "mosaic",
     "mosaic_png",
-    "finite_range",
-    "monitor_figure",
     "png_bytes",
+    "stack_png",
     "strip_png",
+    "text_sizes_px",
     "timeline_figure",
     "upscale",
 ]
@@ -204,21 +217,90 @@ def figure_png(fig: Figure, dpi: int = 72, palette: bool = True) -> bytes:
     return buf.getvalue()
 
 
+MIN_TEXT_PX = 11  # the smallest text any hookviz picture may hold, in pixels at 100 % zoom
+FONT_PX = 13  # Pillow text size
+CHART_DPI = 72  # figure_png's resolution: a matplotlib size in points is then a size in pixels
+CHART_STYLE = {
+    "font.size": 12,
+    "axes.titlesize": 12,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 11,
+    "ytick.labelsize": 11,
+    "legend.fontsize": 11,
+    "figure.titlesize": 12,
+}
+_TEXT = (0, 0, 0)
+_GREY = (110, 110, 110)
+_FONT: list[ImageFont.ImageFont | ImageFont.FreeTypeFont] = []
+
+
+def _font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+    if not _FONT:
+        _FONT.append(ImageFont.load_default(size=FONT_PX))
+    return _FONT[0]
+
+
+def _fit(draw: ImageDraw.ImageDraw, text: str, width: float) -> str:
+    """``text``, shortened with an ellipsis so that it fits in ``width`` pixels."""
+    font = _font()
+    if draw.textlength(text, font=font) <= width:
+        return text
+    while text and draw.textlength(text + "…", font=font) > width:
+        text = text[:-1]
+    return text + "…"
+
+
+def text_sizes_px(fig: Figure) -> list[float]:
+    """Pixel height of every visible text of ``fig`` when drawn by :func:`figure_png` (points x dpi / 72).
+
+    The legibility rule of every hookviz chart is ``min(text_sizes_px(fig)) >= MIN_TEXT_PX``.
+    """
+    from matplotlib.text import Text
+
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return [t.get_fontsize() * CHART_DPI / 72 for t in texts]
+
+
+def message_png(text: str, size: tuple[int, int] = (300, 210)) -> bytes:
+    """A panel of the given size that says why there is nothing to draw (instead of empty axes)."""
+    img = Image.new("RGB", size, (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    y = size[1] // 2 - 20
+    for line in _wrap(draw, text, size[0] - 16):
+        draw.text((8, y), line, fill=_GREY, font=_font())
+        y += FONT_PX + 4
+    return png_bytes(np.asarray(img))
+
+
+def _wrap(draw: ImageDraw.ImageDraw, text: str, width: float) -> list[str]:
+    lines: list[str] = []
+    for word in text.split():
+        if lines and draw.textlength(f"{lines[-1]} {word}", font=_font()) <= width:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
 def histogram_png(
     hist: Histogram,
     title: str = "",
     log: bool = False,
-    size: tuple[int, int] = (320, 170),
+    size: tuple[int, int] = (300, 210),
     color: tuple[int, int, int] = (230, 120, 30),
+    x_label: str = "",
 ) -> bytes:
     """Draw a histogram straight into pixels with Pillow and return PNG bytes (about 1 ms, no matplotlib).
 
     Bars over the finite range, a grey line at x = 0 when it is inside the range, the range printed
-    under the axis, the largest count on the left, and a title line with the NaN/Inf counts (red when
-    any). ``log`` scales bar heights by ``log10(1 + count)`` so that small tails stay visible.
+    under the axis, the largest count on the left, a title line, a line with the NaN/Inf counts (red
+    when any) and, when exact zeros were left out (``hist.zeros``), how many. ``log`` scales bar
+    heights by ``log10(1 + count)`` so that small tails stay visible.
     """
     width, height = size
-    left, right, top, bottom = 46, 10, 34, 22
+    line = FONT_PX + 4
+    lines = 3 if hist.zeros is not None else 2
+    left, right, top, bottom = 46, 12, 6 + lines * line + 4, 2 * line + 2
     img = Image.new("RGB", size, (255, 255, 255))
     draw = ImageDraw.Draw(img)
     font = _font()
@@ -237,34 +319,176 @@ def histogram_png(
     if lo < 0 < hi:
         x0 = left + (0 - lo) / span * plot_w
         draw.line([(x0, top), (x0, top + plot_h)], fill=(150, 150, 150))
-    draw.line([(left, top + plot_h), (left + plot_w, top + plot_h)], fill=(0, 0, 0))
-    draw.line([(left, top), (left, top + plot_h)], fill=(0, 0, 0))
-    draw.text((left, top + plot_h + 4), f"{lo:.3g}", fill=(0, 0, 0), font=font)
+    draw.line([(left, top + plot_h), (left + plot_w, top + plot_h)], fill=_TEXT)
+    draw.line([(left, top), (left, top + plot_h)], fill=_TEXT)
+    draw.text((left, top + plot_h + 3), f"{lo:.3g}", fill=_TEXT, font=font)
     hi_text = f"{hi:.3g}"
-    draw.text(
-        (left + plot_w - draw.textlength(hi_text, font=font), top + plot_h + 4), hi_text, fill=(0, 0, 0), font=font
-    )
+    draw.text((left + plot_w - draw.textlength(hi_text, font=font), top + plot_h + 3), hi_text, fill=_TEXT, font=font)
+    if x_label:
+        label = _fit(draw, x_label, plot_w - 90)
+        draw.text(
+            (left + (plot_w - draw.textlength(label, font=font)) / 2, top + plot_h + 3), label, fill=_GREY, font=font
+        )
+    if not counts.any():
+        draw.text((left + 8, top + plot_h // 2 - 8), "no values to draw", fill=_GREY, font=font)
     peak_count = int(counts.max()) if counts.size else 0
-    draw.text((4, top), f"{peak_count}", fill=(0, 0, 0), font=font)
-    draw.text((4, top + 12), "log" if log else "count", fill=(110, 110, 110), font=font)
-    draw.text((4, 3), title, fill=(0, 0, 0), font=font)
+    draw.text((4, top), f"{peak_count}", fill=_TEXT, font=font)
+    draw.text((4, top + line), "log" if log else "count", fill=_GREY, font=font)
+    draw.text((4, 4), _fit(draw, title, width - 8), fill=_TEXT, font=font)
     bad = hist.nan or hist.inf
     draw.text(
-        (4, 17),
-        f"NaN {hist.nan} | Inf {hist.inf} | {hist.total} values",
-        fill=(200, 0, 0) if bad else (0, 0, 0),
+        (4, 4 + line),
+        _fit(draw, f"NaN {hist.nan} · Inf {hist.inf} · {hist.total} values", width - 8),
+        fill=(200, 0, 0) if bad else _TEXT,
         font=font,
     )
+    if hist.zeros is not None:
+        draw.text((4, 4 + 2 * line), f"exact zeros: {hist.zeros} (not drawn)", fill=_GREY, font=font)
     return png_bytes(np.asarray(img))
 
 
-_FONT: list[ImageFont.ImageFont | ImageFont.FreeTypeFont] = []
+def _tile_layout(k: int, h: int, w: int, area_w: int, area_h: int, label_h: int, gap: int) -> tuple[int, int]:
+    """``(cols, scale)``: the column count that gives ``k`` tiles of ``h x w`` the largest integer zoom."""
+    best = (1, 0)
+    for cols in range(1, k + 1):
+        rows = math.ceil(k / cols)
+        sx = (area_w - (cols - 1) * gap) // (cols * w)
+        sy = (area_h - rows * label_h - (rows - 1) * gap) // (rows * h)
+        scale = min(sx, sy)
+        if scale > best[1]:
+            best = (cols, scale)
+    return best[0], max(1, best[1])
 
 
-def _font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
-    if not _FONT:
-        _FONT.append(ImageFont.load_default(size=11))
-    return _FONT[0]
+def feature_panel_png(
+    values: np.ndarray,
+    labels: Sequence[str] | None = None,
+    *,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    title: str = "",
+    image: np.ndarray | None = None,
+    image_caption: str = "",
+    size: tuple[int, int] = (430, 290),
+    cmap: str = "viridis",
+) -> bytes:
+    """Feature maps or a vector as one panel of a fixed pixel size, drawn with Pillow (a few ms).
+
+    ``values`` is ``(K, H, W)`` (K channel maps, drawn as enlarged tiles, nearest neighbour, numbered
+    with ``labels`` above each tile) or 1-D (a heat strip whose cells are labelled with ``labels``
+    below them, e.g. class names for logits). Every tile shares one colour scale (``vmin``/``vmax``,
+    default the finite range), shown by a colour bar on the right; NaN/Inf are magenta. ``image``, a
+    2-D array, is drawn on the left in grey with ``image_caption`` under it (the input the maps come
+    from). The panel is always ``size`` pixels, whatever it shows.
+    """
+    width, height = size
+    img = Image.new("RGB", size, (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    font = _font()
+    line = FONT_PX + 4
+    draw.text((6, 3), _fit(draw, title, width - 12), fill=_TEXT, font=font)
+    top = line + 8
+    x0 = 6
+    if image is not None:
+        pic = np.asarray(image, dtype=np.float32).reshape(np.asarray(image).shape[-2:])
+        box = 84
+        scale = max(1, box // max(pic.shape))
+        gray = colorize(pic, cmap="gray")
+        gray = np.repeat(np.repeat(gray, scale, axis=0), scale, axis=1)
+        img.paste(Image.fromarray(gray), (x0, top + line))
+        draw.text((x0, top), "input", fill=_GREY, font=font)
+        for i, text in enumerate(_wrap(draw, image_caption, box + 6)[:3]):
+            draw.text((x0, top + line + gray.shape[0] + 4 + i * line), text, fill=_TEXT, font=font)
+        x0 += box + 14
+    v = np.asarray(values, dtype=np.float32)
+    lo, hi = finite_range(v) if vmin is None or vmax is None else (float(vmin), float(vmax))
+    bar_x = width - 64
+    area_w, area_h = bar_x - 10 - x0, height - top - 6
+    if v.size == 0:
+        draw.text((x0, top + area_h // 2), "nothing to draw: no values", fill=_GREY, font=font)
+        return png_bytes(np.asarray(img))
+    rgb = colorize(v, lo, hi, cmap)
+    if v.ndim == 3:
+        k, h, w = v.shape
+        labels = list(labels) if labels is not None else [str(i) for i in range(k)]
+        label_h, gap = line, 4
+        cols, scale = _tile_layout(k, h, w, area_w, area_h, label_h, gap)
+        rows = math.ceil(k / cols)
+        tw, th = w * scale, h * scale
+        show_labels = max(draw.textlength(t, font=font) for t in labels) <= tw + gap
+        used_w = cols * tw + (cols - 1) * gap
+        used_h = rows * (th + (label_h if show_labels else 0)) + (rows - 1) * gap
+        ox, oy = x0 + max(0, (area_w - used_w) // 2), top + max(0, (area_h - used_h) // 2)
+        for i in range(k):
+            r, c = divmod(i, cols)
+            tx = ox + c * (tw + gap)
+            ty = oy + r * (th + gap + (label_h if show_labels else 0))
+            if show_labels:
+                draw.text((tx, ty), labels[i], fill=_TEXT, font=font)
+                ty += label_h
+            tile = np.repeat(np.repeat(rgb[i], scale, axis=0), scale, axis=1)
+            img.paste(Image.fromarray(tile), (tx, ty))
+    else:
+        flat = rgb.reshape(-1, 3)
+        n = len(flat)
+        labels = list(labels) if labels is not None else [str(i) for i in range(n)]
+        per_row = min(n, 16)
+        rows = math.ceil(n / per_row)
+        row_label_w = 0 if rows == 1 else 34
+        cell = max(4, min(40, (area_w - row_label_w) // per_row, (area_h // rows) - line - 2))
+        ox = x0 + row_label_w
+        oy = top + max(0, (area_h - rows * (cell + line + 2)) // 2)
+        fits = max(draw.textlength(t, font=font) for t in labels) <= cell + 2
+        for i in range(n):
+            r, c = divmod(i, per_row)
+            cx, cy = ox + c * cell, oy + r * (cell + line + 2)
+            draw.rectangle([cx, cy, cx + cell - 2, cy + cell - 2], fill=tuple(int(x) for x in flat[i]))
+            if fits:
+                t = labels[i]
+                draw.text((cx + (cell - 2 - draw.textlength(t, font=font)) / 2, cy + cell), t, fill=_TEXT, font=font)
+            if c == 0 and rows > 1:
+                draw.text((x0, cy + (cell - line) / 2), str(i), fill=_GREY, font=font)
+    # colour bar: the shared scale of every tile
+    bar_top, bar_bottom = top + line, height - line - 8
+    ramp = colorize(np.linspace(1.0, 0.0, max(2, bar_bottom - bar_top))[:, None].repeat(12, axis=1), 0.0, 1.0, cmap)
+    img.paste(Image.fromarray(ramp), (bar_x, bar_top))
+    draw.rectangle([bar_x - 1, bar_top - 1, bar_x + 12, bar_top + ramp.shape[0]], outline=_GREY)
+    draw.text((bar_x - 6, top), f"{hi:.3g}", fill=_TEXT, font=font)
+    draw.text((bar_x - 6, bar_bottom + 3), f"{lo:.3g}", fill=_TEXT, font=font)
+    return png_bytes(np.asarray(img))
+
+
+def join_png(pngs: Sequence[bytes], gap: int = 8) -> bytes:
+    """Put PNG pictures side by side (top-aligned, on white) into one PNG: a widget's static view."""
+    images = [Image.open(io.BytesIO(p)).convert("RGB") for p in pngs]
+    width = sum(i.width for i in images) + gap * (len(images) - 1)
+    out = Image.new("RGB", (width, max(i.height for i in images)), (255, 255, 255))
+    x = 0
+    for i in images:
+        out.paste(i, (x, 0))
+        x += i.width + gap
+    return png_bytes(np.asarray(out))
+
+
+def stack_png(pngs: Sequence[bytes], gap: int = 8) -> bytes:
+    """Put PNG pictures one under the other (left-aligned, on white) into one 256-colour PNG."""
+    images = [Image.open(io.BytesIO(p)).convert("RGB") for p in pngs]
+    out = Image.new(
+        "RGB", (max(i.width for i in images), sum(i.height for i in images) + gap * (len(images) - 1)), (255, 255, 255)
+    )
+    y = 0
+    for i in images:
+        out.paste(i, (0, y))
+        y += i.height + gap
+    buf = io.BytesIO()
+    out.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(buf, format="PNG", compress_level=6)
+    return buf.getvalue()
+
+
+def _message(fig: Figure, text: str) -> Figure:
+    fig.clear()
+    fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=CHART_STYLE["font.size"], color="0.35")
+    return fig
 
 
 def monitor_figure(
@@ -280,54 +504,82 @@ def monitor_figure(
     grad_edges: np.ndarray,
     grad_by_depth: np.ndarray,
     selected: str,
+    grad_zero_fraction: float | None = None,
+    steps_per_point: int = 1,
 ) -> Figure:
-    """Draw the training monitor's six panels into ``fig`` (cleared first) and return it.
+    """Draw the training monitor's charts into ``fig`` (cleared first) and return it.
 
-    Panels: loss; activation mean and std per layer over steps; the "colorful dimension" image
-    (histogram of |activation| of ``selected`` per step, log colour); the latest histogram of
-    log10|gradient| of ``selected``; mean |gradient| by depth (log scale).
+    Rows: loss and mean |gradient| by layer (named, input side at the top); activation mean and std
+    per layer over steps (one legend under them, never over the lines); the "colorful dimension"
+    (histogram of |activation| of ``selected`` per point of the history, log colour) and the
+    histogram of log10|gradient| of ``selected`` (exact zeros are left out and their share is named).
+    Step axes have integer ticks and always span the whole run.
     """
+    from matplotlib import rc_context
+    from matplotlib.ticker import MaxNLocator
+
+    if not len(steps):
+        return _message(fig, "no steps yet: press Train, or call monitor.run(steps)")
     fig.clear()
-    axes = fig.subplots(2, 3)
-    fig.subplots_adjust(left=0.06, right=0.98, top=0.94, bottom=0.1, wspace=0.28, hspace=0.42)
-    small = {"fontsize": 9}
-    ax = axes[0, 0]
-    ax.plot(steps, loss, lw=1, color="black")
-    ax.set_title("loss", **small)
-    for j, name in enumerate(layer_names):
-        axes[0, 1].plot(steps, act_mean[:, j], lw=1, label=name)
-        axes[0, 2].plot(steps, act_std[:, j], lw=1, label=name)
-    axes[0, 1].set_title("activation mean", **small)
-    axes[0, 2].set_title("activation std", **small)
-    if len(layer_names) <= 8:
-        axes[0, 2].legend(fontsize=6, loc="upper left", frameon=False)
-    ax = axes[1, 0]
-    if colorful.size:
-        img = np.log1p(colorful.T)  # (bins, T): low values at the bottom
-        ax.imshow(
-            img,
-            aspect="auto",
-            origin="lower",
-            cmap="viridis",
-            extent=(float(steps[0]), float(steps[-1]) + 1, 0.0, colorful_limit),
-            interpolation="nearest",
-        )
-    ax.set_title(f"|activation| histogram over steps: {selected}", **small)
-    ax.set_xlabel("step", fontsize=8)
-    ax = axes[1, 1]
-    ax.stairs(grad_hist, grad_edges, fill=True, color="tab:orange", alpha=0.8)
-    ax.set_title(f"log10 |gradient|: {selected}", **small)
-    ax = axes[1, 2]
-    depth = np.arange(len(layer_names))
-    safe = np.where(np.isfinite(grad_by_depth) & (grad_by_depth > 0), grad_by_depth, np.nan)
-    ax.bar(depth, safe, color="tab:red")
-    if np.isfinite(safe).any():
-        ax.set_yscale("log")
-    ax.set_xticks(depth, [str(i) for i in depth])
-    ax.set_title("mean |gradient| by depth", **small)
-    ax.set_xlabel("layer index (input -> output)", fontsize=8)
-    for a in axes.flat:
-        a.tick_params(labelsize=7)
+    with rc_context(CHART_STYLE):
+        n = len(layer_names)
+        legend_rows = math.ceil(n / 3)
+        grid = fig.add_gridspec(4, 2, height_ratios=(1, 1, 0.12 + 0.09 * legend_rows, 1), hspace=0.7, wspace=0.32)
+        fig.subplots_adjust(left=0.1, right=0.97, top=0.95, bottom=0.08)
+        ax = fig.add_subplot(grid[0, 0])
+        ax.plot(steps, loss, lw=1.2, color="black")
+        ax.set_title("loss")
+        ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax = fig.add_subplot(grid[0, 1])
+        safe = np.where(np.isfinite(grad_by_depth) & (grad_by_depth > 0), grad_by_depth, np.nan)
+        ypos = np.arange(n)
+        ax.barh(ypos, np.nan_to_num(safe, nan=0.0), color="tab:red")
+        ax.set_yticks(ypos, list(layer_names))
+        ax.invert_yaxis()
+        if np.isfinite(safe).any():
+            from matplotlib.ticker import NullFormatter
+
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # decade labels only: no overlapping 2x10^-5 ...
+        else:
+            ax.text(0.5, 0.5, "no gradient yet", ha="center", va="center", transform=ax.transAxes, color="0.35")
+        ax.set_title("mean |gradient|, last steps")
+        lines = []
+        for col, (values, title) in enumerate(((act_mean, "activation mean"), (act_std, "activation std"))):
+            ax = fig.add_subplot(grid[1, col])
+            for j in range(n):
+                (ln,) = ax.plot(steps, values[:, j], lw=1.2)
+                if col == 0:
+                    lines.append(ln)
+            ax.set_title(title)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        legend_ax = fig.add_subplot(grid[2, :])
+        legend_ax.set_axis_off()
+        legend_ax.legend(lines, list(layer_names), ncols=3, loc="center", frameon=False)
+        ax = fig.add_subplot(grid[3, 0])
+        if colorful.size:
+            img = np.log1p(np.asarray(colorful).T)  # (bins, points): low values at the bottom
+            first = float(steps[0]) - steps_per_point
+            ax.imshow(
+                img,
+                aspect="auto",
+                origin="lower",
+                cmap="viridis",
+                extent=(first, float(steps[-1]), 0.0, colorful_limit),
+                interpolation="nearest",
+            )
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_title(f"|activation| over steps: {selected}")
+        ax.set_xlabel("step")
+        ax = fig.add_subplot(grid[3, 1])
+        if np.asarray(grad_hist).sum() > 0:
+            ax.stairs(grad_hist, grad_edges, fill=True, color="tab:orange", alpha=0.8)
+        else:
+            ax.text(0.5, 0.5, "no non-zero gradient", ha="center", va="center", transform=ax.transAxes, color="0.35")
+        zeros = "" if grad_zero_fraction is None else f", {100 * grad_zero_fraction:.0f}% zeros not shown"
+        ax.set_title(f"log10 |gradient|: {selected}")
+        ax.set_xlabel(f"log10 |gradient|{zeros}")
     return fig
 
 
@@ -335,32 +587,45 @@ PHASE_COLORS = {"forward": "tab:blue", "backward": "tab:red", "optimizer": "tab:
 
 
 def timeline_figure(fig: Figure, events: Sequence[tuple[int, str, str, str]], kinds: Sequence[str]) -> Figure:
-    """Draw hook events as a lane chart: x is firing order, one lane per hook kind, labels name the place.
+    """Draw hook events as a chart: x is the firing order, one row per place, colour and marker by kind.
 
-    ``events`` are ``(order, phase, kind, where)`` tuples; ``kinds`` fixes the lanes top to bottom.
+    ``events`` are ``(order, phase, kind, where)`` tuples; ``kinds`` fixes the legend order. Places
+    are rows (labelled, in first-firing order), so no label is rotated or overlaps another; the legend
+    of kinds sits under the chart. An empty selection draws a message, not empty axes.
     """
+    from matplotlib import rc_context
+    from matplotlib.ticker import MaxNLocator
+
+    if not events:
+        return _message(fig, "no hook calls match these filters")
     fig.clear()
-    ax = fig.add_subplot()
-    lane = {k: i for i, k in enumerate(kinds)}
-    for order, phase, kind, where in events:
-        y = lane.get(kind)
-        if y is None:
-            continue
-        ax.scatter([order], [y], s=36, color=PHASE_COLORS.get(phase, "gray"), zorder=3)
-        ax.annotate(
-            where,
-            (order, y),
-            xytext=(0, 6),
-            textcoords="offset points",
-            fontsize=6,
-            rotation=45,
-            ha="left",
-            va="bottom",
-        )
-    ax.set_yticks(range(len(kinds)), list(kinds), fontsize=8)
-    ax.set_ylim(-0.7, len(kinds) - 0.1)
-    ax.invert_yaxis()
-    ax.set_xlabel("firing order (forward in blue, backward in red)", fontsize=8)
-    ax.tick_params(axis="x", labelsize=7)
-    ax.grid(axis="x", alpha=0.3)
+    markers = "os^vDP*Xph"
+    with rc_context(CHART_STYLE):
+        ax = fig.add_axes((0.2, 0.34, 0.77, 0.6))
+        places = list(dict.fromkeys(e[3] for e in events))
+        row = {p: i for i, p in enumerate(places)}
+        cmap = matplotlib.colormaps["tab10"]
+        for i, kind in enumerate(kinds):
+            mine = [e for e in events if e[2] == kind]
+            if not mine:
+                continue
+            ax.scatter(
+                [e[0] for e in mine],
+                [row[e[3]] for e in mine],
+                s=46,
+                color=cmap(i % 10),
+                marker=markers[i % len(markers)],
+                zorder=3,
+                label=kind,
+            )
+        ax.set_yticks(range(len(places)), places)
+        ax.set_ylim(len(places) - 0.5, -0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("firing order")
+        backward = [e[0] for e in events if e[1] == "backward"]
+        if backward:
+            ax.axvspan(min(backward) - 0.5, max(backward) + 0.5, color="tab:red", alpha=0.06, zorder=0)
+            ax.text(min(backward), -0.45, "backward", va="bottom", color="tab:red")
+        ax.grid(axis="x", alpha=0.3)
+        fig.legend(loc="lower center", ncols=3, frameon=False, bbox_to_anchor=(0.55, 0.0))
     return fig

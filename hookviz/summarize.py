@@ -27,6 +27,7 @@ __all__ = [
     "GRAD_LOG_RANGE",
     "Histogram",
     "Padded",
+    "RunHistory",
     "StridedSample",
     "abs_histograms",
     "as_numpy",
@@ -267,10 +268,11 @@ class Histogram:
     total: int
     nan: int
     inf: int
+    zeros: int | None = None  # exact zeros left out of ``counts`` (None: zeros are counted in the bins)
 
     @property
     def finite(self) -> int:
-        """How many values were finite (and are in ``counts``)."""
+        """How many values were finite (in ``counts``, plus the exact zeros when they were left out)."""
         return self.total - self.nan - self.inf
 
     def summary(self) -> str:
@@ -279,21 +281,105 @@ class Histogram:
         return f"{self.total} values, range [{lo:.3g}, {hi:.3g}], NaN {self.nan}, Inf {self.inf}"
 
 
-def histogram(values: Tensor | np.ndarray, bins: int = 40) -> Histogram:
+def histogram(values: Tensor | np.ndarray, bins: int = 40, drop_zeros: bool = False) -> Histogram:
     """Histogram of the finite values of ``values`` in ``bins`` equal bins; NaN and Inf are counted apart.
 
     All values equal (an all-zero gradient, for example) give one bin around that value instead of an
-    error. No finite value at all gives empty counts over ``[0, 1]``.
+    error. No finite value at all gives empty counts over ``[0, 1]``. With ``drop_zeros`` exact zeros
+    are left out of the bins and counted in ``Histogram.zeros`` (behind a ReLU or a max-pool most of a
+    gradient is exactly zero, and that one spike would flatten every other bar).
     """
     arr = as_numpy(values).reshape(-1)
     nan = int(np.isnan(arr).sum())
     inf = int(np.isinf(arr).sum())
     finite = arr[np.isfinite(arr)]
+    zeros = None
+    if drop_zeros:
+        zeros = int((finite == 0).sum())
+        finite = finite[finite != 0]
     if finite.size == 0:
-        return Histogram(np.zeros(bins, np.int64), np.linspace(0.0, 1.0, bins + 1), int(arr.size), nan, inf)
+        return Histogram(np.zeros(bins, np.int64), np.linspace(0.0, 1.0, bins + 1), int(arr.size), nan, inf, zeros)
     lo, hi = float(finite.min()), float(finite.max())
     if hi - lo < 1e-12 * max(1.0, abs(lo)):
         pad = 0.5 if lo == 0 else abs(lo) * 0.5
         lo, hi = lo - pad, hi + pad
     counts, edges = np.histogram(finite, bins=bins, range=(lo, hi))
-    return Histogram(counts.astype(np.int64), edges, int(arr.size), nan, inf)
+    return Histogram(counts.astype(np.int64), edges, int(arr.size), nan, inf, zeros)
+
+
+class RunHistory:
+    """Per-step statistics of a whole run in bounded memory: the points always span step 1 to now.
+
+    Each point is the mean of ``width`` consecutive steps. When all ``capacity`` points are full,
+    neighbouring points are merged pairwise (the mean of two equal-width means) and ``width`` doubles,
+    so after 10,000 steps the first point still describes the first few steps of the run, at a coarser
+    time resolution, and memory never grows. The steps of an unfinished point are shown as a last,
+    partial point. Values are named arrays of a fixed shape (``loss`` a scalar, ``act_mean`` one
+    entry per layer, ``act_hist`` ``(layers, bins)`` ...).
+    """
+
+    def __init__(self, capacity: int = 512) -> None:
+        if capacity < 2 or capacity % 2:
+            raise ValueError(f"capacity must be an even number of points >= 2, got {capacity}")
+        self.capacity = capacity
+        self.width = 1
+        self.count = 0
+        self._data: dict[str, np.ndarray] = {}
+        self._ends = np.zeros(capacity, dtype=np.int64)
+        self._partial: dict[str, np.ndarray] = {}
+        self._partial_n = 0
+        self._partial_end = 0
+        self.first_step: int | None = None
+
+    def __len__(self) -> int:
+        return self.count + (1 if self._partial_n else 0)
+
+    def append(self, step: int, values: dict[str, np.ndarray | float]) -> None:
+        """Add the statistics of one step (steps must come in increasing order)."""
+        if self.first_step is None:
+            self.first_step = step
+        for name, value in values.items():
+            arr = np.asarray(value, dtype=np.float64)
+            if name not in self._data:
+                self._data[name] = np.zeros((self.capacity, *arr.shape), dtype=np.float64)
+                self._partial[name] = np.zeros(arr.shape, dtype=np.float64)
+            if self._partial_n == 0:
+                self._partial[name][...] = arr
+            else:
+                self._partial[name] += arr
+        self._partial_n += 1
+        self._partial_end = step
+        if self._partial_n == self.width:
+            self._commit()
+
+    def _commit(self) -> None:
+        i = self.count
+        for name, total in self._partial.items():
+            self._data[name][i] = total / self._partial_n
+        self._ends[i] = self._partial_end
+        self.count += 1
+        self._partial_n = 0
+        if self.count == self.capacity:
+            half = self.capacity // 2
+            for arr in self._data.values():
+                arr[:half] = (arr[0::2] + arr[1::2]) / 2
+            self._ends[:half] = self._ends[1::2]
+            self.count = half
+            self.width *= 2
+
+    def steps(self) -> np.ndarray:
+        """The last step of each point (the partial point included)."""
+        ends = self._ends[: self.count]
+        return np.append(ends, self._partial_end) if self._partial_n else ends.copy()
+
+    def series(self, name: str) -> np.ndarray:
+        """``(points, *shape)`` means of one value; empty before the first step."""
+        if name not in self._data:
+            return np.zeros((0,), dtype=np.float64)
+        done = self._data[name][: self.count]
+        if not self._partial_n:
+            return done.copy()
+        return np.concatenate([done, (self._partial[name] / self._partial_n)[None]])
+
+    def __repr__(self) -> str:
+        return f"RunHistory(points={len(self)}/{self.capacity}, steps per point={self.width})"

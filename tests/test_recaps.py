@@ -71,7 +71,9 @@ def test_the_checker_sees_a_missing_anchor(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_markdown_cell('<a id="proof"></a>\n## A proof'),
-        nbformat.v4.new_markdown_cell("## Recap\n\n- proven [here](#proof)\n- unproven\n- [broken](#nowhere)\n\n## Next"),
+        nbformat.v4.new_markdown_cell(
+            "## Recap\n\n- proven [here](#proof)\n- unproven\n- [broken](#nowhere)\n\n## Next"
+        ),
     ]
     path = tmp_path / "99_probe.ipynb"
     nbformat.write(nb, path)

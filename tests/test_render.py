@@ -9,8 +9,11 @@ from PIL import Image
 from hookviz.render import (
     BAD_COLOR,
     colorize,
+    feature_panel_png,
     heat_strip,
     histogram_png,
+    join_png,
+    message_png,
     mosaic,
     mosaic_png,
     strip_png,
@@ -58,5 +61,32 @@ def test_heat_strip_and_png() -> None:
 def test_histogram_png_marks_nonfinite() -> None:
     h = histogram(np.array([0.0, 1.0, np.nan]))
     img = _image(histogram_png(h, title="t", log=True))
-    assert img.shape == (170, 320, 3)
+    assert img.shape == (210, 300, 3)
     assert ((img[:, :, 0] > 150) & (img[:, :, 1] < 50)).any()  # red NaN/Inf line
+
+
+def test_feature_panel_has_a_fixed_size_tiles_labels_and_colour_bar() -> None:
+    maps = np.random.default_rng(0).normal(size=(8, 8, 8)).astype(np.float32)
+    image = np.zeros((8, 8))
+    tiles = _image(feature_panel_png(maps, [str(c) for c in range(8)], title="features.0", image=image))
+    strip = _image(feature_panel_png(np.arange(10.0), title="logits", image=image))
+    many = _image(feature_panel_png(np.zeros((64, 2, 2)), title="64 channels"))
+    assert tiles.shape == strip.shape == many.shape == (290, 430, 3)  # no height jump between kinds
+    viridis_top = colorize(np.array([1.0]), 0.0, 1.0)[0]
+    assert (tiles == viridis_top).all(axis=2).any()  # the colour bar reaches the top colour
+    empty = _image(feature_panel_png(np.zeros((0,)), title="nothing"))
+    assert empty.shape == (290, 430, 3)
+
+
+def test_text_is_legible_and_messages_replace_empty_axes() -> None:
+    from matplotlib.figure import Figure
+
+    from hookviz.render import FONT_PX, MIN_TEXT_PX, _font, text_sizes_px, timeline_figure
+
+    assert FONT_PX >= MIN_TEXT_PX and _font().size >= MIN_TEXT_PX
+    fig = timeline_figure(Figure(), [], ["forward"])
+    assert [t.get_text() for t in fig.texts] == ["no hook calls match these filters"] and not fig.axes
+    assert min(text_sizes_px(fig)) >= MIN_TEXT_PX
+    assert _image(message_png("nothing to draw")).shape == (210, 300, 3)
+    joined = _image(join_png([message_png("a"), message_png("b", size=(100, 50))], gap=8))
+    assert joined.shape == (210, 408, 3)

@@ -6,6 +6,7 @@ import torch
 
 import hookviz
 from hookviz.summarize import (
+    RunHistory,
     StridedSample,
     abs_histograms,
     histogram,
@@ -86,3 +87,25 @@ def test_strided_sample_as_capture_reducer_keeps_little() -> None:
         torch.nn.functional.cross_entropy(model(x[:64]), y[:64]).backward()
     assert cap.activation("features.0").numel() <= 256
     assert cap.gradient("features.0").numel() <= 256
+
+
+def test_run_history_spans_the_whole_run_in_bounded_memory() -> None:
+    history = RunHistory(capacity=64)
+    losses = 1.0 / (1.0 + np.arange(10_000))
+    for step, loss in enumerate(losses, start=1):
+        history.append(step, {"loss": loss, "per_layer": np.array([loss, 2 * loss])})
+    assert len(history) <= 64 and history.width == 256
+    steps, series = history.steps(), history.series("loss")
+    assert steps[0] == history.width and steps[-1] == 10_000  # step 1 to now, after 10,000 steps
+    np.testing.assert_allclose(series[0], losses[: history.width].mean())  # the early drop is still there
+    np.testing.assert_allclose(series[-1], losses[steps[-2] :].mean())  # the unfinished last point
+    assert history.series("per_layer").shape == (len(history), 2)
+    with pytest.raises(ValueError, match="even"):
+        RunHistory(capacity=5)
+
+
+def test_histogram_can_leave_exact_zeros_out() -> None:
+    values = np.array([0.0] * 197 + [0.5, -0.5, 1.0])
+    h = histogram(values, bins=4, drop_zeros=True)
+    assert h.zeros == 197 and h.counts.sum() == 3 and h.finite == 200
+    assert histogram(values, bins=4).zeros is None and histogram(values, bins=4).counts.sum() == 200

@@ -1,14 +1,18 @@
 """The layer explorer, driven without a kernel or browser: set the pickers, check the arrays and panels."""
 
 import base64
+import io
 
+import ipywidgets
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 from torch import nn
 
 import hookviz
 from hookviz.widgets import ExplorerState, LayerExplorer
+from hookviz.widgets.common import WIDGET_VIEW_MIME
 
 
 @pytest.fixture(scope="module")
@@ -22,13 +26,19 @@ def _png(out) -> bytes:  # noqa: ANN001
     return base64.b64decode(item["data"]["image/png"])
 
 
+def _size(png: bytes) -> tuple[int, int]:
+    return Image.open(io.BytesIO(png)).size
+
+
 def test_picker_and_default_layer(digits) -> None:  # noqa: ANN001
     model = hookviz.load_pretrained_cnn()
     ex = LayerExplorer(model, *digits)
-    assert ex.layer.value == "features.4"  # the last conv layer
+    # the last conv layer whose maps are at least 8 x 8 pixels: a learner can see the digit in them
+    assert ex.layer.value == "features.0"
+    assert ex.state.activation().shape == (8, 8, 8)
     labels = dict(ex.layer.options)
     assert "features.4 · Conv2d · (16, 4, 4)" in labels
-    assert ex.state.describe()["shown"] == list(range(16))
+    assert ex.state.describe()["shown"] == list(range(8))
     assert "Conv2d" in dict(ex.type_filter.options)
     assert not hookviz.list_hooks(model)
 
@@ -36,6 +46,7 @@ def test_picker_and_default_layer(digits) -> None:  # noqa: ANN001
 def test_switching_uses_captured_data(digits) -> None:  # noqa: ANN001
     model = hookviz.load_pretrained_cnn()
     ex = LayerExplorer(model, *digits)
+    ex.layer.value = "features.4"
     before = _png(ex.maps_out)
     ex.layer.value = "features.0"
     after = _png(ex.maps_out)
@@ -73,6 +84,8 @@ def test_unknown_layer_and_bad_sample(digits) -> None:  # noqa: ANN001
         state.select(layer="features.44")
     with pytest.raises(IndexError, match="32 samples"):
         state.select(sample=32)
+    with pytest.raises(IndexError, match="page 2 does not exist"):
+        state.select(page=1)
     with pytest.raises(ValueError, match="needs labels"):
         ExplorerState(hookviz.load_pretrained_cnn(), digits[0], target="loss")
 
@@ -130,8 +143,9 @@ def test_batch_of_one_and_frozen_model() -> None:
         p.requires_grad_(False)
     x, y = hookviz.load_digits("test")
     ex = LayerExplorer(model, x[:1], y[:1])
-    assert ex.state.n_samples == 1 and ex.sample.max == 0
+    assert ex.state.n_samples == 1
     assert ex.state.gradient() is not None  # the input copy requires grad, so gradients still flow
+    ex.layer.value = "features.4"
     hist = ex.state.grad_histogram()
     assert hist is not None and hist.finite == 16 * 4 * 4
 
@@ -142,21 +156,25 @@ def test_integer_input_without_gradient() -> None:
         p.requires_grad_(False)
     ex = LayerExplorer(model, torch.tensor([[1, 2, 3], [4, 5, 6]]))
     assert ex.state.gradient() is None
-    (item,) = ex.grad_out.outputs
-    assert "no gradient" in item["text"] and "does not require grad" in item["text"]
+    assert ex.state.grad_histogram() is None
+    assert ex.grad_out.outputs[0]["data"]["image/png"]  # a message panel, not empty axes
+    assert "does not require grad" in ex.state.grad_notes[ex.state.layer]
 
 
 def test_512_channels_paging_and_topk() -> None:
     model = nn.Sequential(nn.Conv2d(1, 512, 3, padding=1))
     ex = LayerExplorer(model, torch.randn(2, 1, 6, 6))
-    assert ex.state.channels == 512 and ex.state.pages == 8 and ex.page.max == 7
-    ex.page.value = 7
+    assert ex.state.channels == 512 and ex.state.pages == 8 and ex.page.value == 1
+    ex.page.value = 8  # pages count from 1 in the box, as in the caption
     assert ex.state.shown_channels() == list(range(448, 512))
+    assert "page 8/8" in ex.state.caption() and repr(ex).endswith("page=8/8, target='predicted')")
     ex.order.value = "topk"
     maps = ex.state.maps().reshape(512, -1).mean(1)
     assert ex.state.shown_channels()[0] == int(np.argsort(-maps)[448])
-    ex.page.value = 0
+    ex.page.value = 1
     assert ex.state.shown_channels()[0] == int(maps.argmax())
+    ex.page.value = 9  # refused visibly, not clamped
+    assert ex.page.value == 1 and ex.state.page == 0 and "page 9 does not exist" in ex.message.value
 
 
 class Fill(nn.Module):
@@ -213,6 +231,66 @@ def test_rerun_leaves_no_hooks_and_static_fallback(digits) -> None:  # noqa: ANN
     assert not hookviz.list_hooks(model)
     assert not hookviz.registered_keys(model)
     bundle = ex._repr_mimebundle_()
-    assert bundle["text/plain"] == "LayerExplorer(layer='features.4', sample=0, page=1/1, target='loss')"
+    assert bundle["text/plain"] == "LayerExplorer(layer='features.0', sample=0, page=1/1, target='loss')"
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+    assert bundle[WIDGET_VIEW_MIME]["model_id"] == ex.model_id
     assert repr(ex.show_static()).startswith("static view of LayerExplorer(")
+
+
+def test_static_fallback_does_not_need_ipywidgets_8_bundle_method(digits, monkeypatch) -> None:  # noqa: ANN001
+    # ipywidgets 7 (Colab) has no Widget._repr_mimebundle_ and displays through _ipython_display_
+    monkeypatch.delattr(ipywidgets.Widget, "_repr_mimebundle_", raising=False)
+    ex = LayerExplorer(hookviz.load_pretrained_cnn(), *digits)
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append((obj, raw)))
+    ex._ipython_display_()
+    ((bundle, raw),) = shown
+    assert raw and set(bundle) == {"text/plain", "image/png", WIDGET_VIEW_MIME}
+    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+    assert bundle[WIDGET_VIEW_MIME] == {"version_major": 2, "version_minor": 0, "model_id": ex.model_id}
+
+
+def test_typed_sample_out_of_range_is_refused_visibly(digits) -> None:  # noqa: ANN001
+    ex = LayerExplorer(hookviz.load_pretrained_cnn(), *digits)
+    ex.sample.value = 5
+    ex.sample.value = 99
+    assert ex.state.sample == 5 and ex.sample.value == 5  # not clamped to 31: the box goes back
+    assert "refused" in ex.message.value and "0 to 31" in ex.message.value
+    ex.sample.value = 6
+    assert ex.state.sample == 6 and ex.message.value == ""
+
+
+def test_panels_keep_their_size_and_show_zero_counts(digits) -> None:  # noqa: ANN001
+    ex = LayerExplorer(hookviz.load_pretrained_cnn(), *digits)
+    sizes = set()
+    for layer in ("features.0", "features.4", "features.7", "classifier.1"):
+        ex.layer.value = layer
+        sizes.add((_size(_png(ex.maps_out)), _size(_png(ex.grad_out))))
+    assert len(sizes) == 1  # no height jump when switching from maps to a vector strip
+    ex.layer.value = "features.2"  # in front of a max-pool most of the gradient is exactly zero
+    hidden = ex.state.grad_histogram(drop_zeros=True)
+    assert hidden.zeros > 0 and hidden.counts.sum() + hidden.zeros == hidden.finite
+    assert ex.state.grad_histogram().counts.sum() == hidden.finite  # shown again without the toggle
+
+
+def test_reset_returns_to_the_opening_view(digits) -> None:  # noqa: ANN001
+    ex = LayerExplorer(hookviz.load_pretrained_cnn(), *digits)
+    opening = repr(ex)
+    ex.layer.value, ex.sample.value, ex.order.value, ex.hide_zeros.value = "features.4", 7, "topk", False
+    assert repr(ex) != opening
+    ex.reset()
+    assert repr(ex) == opening and ex.sample.value == 0 and ex.order.value == "index" and ex.hide_zeros.value
+
+
+def test_explorer_leaves_the_model_as_found(digits) -> None:  # noqa: ANN001
+    model = hookviz.load_pretrained_cnn().train()
+    nn.functional.cross_entropy(model(digits[0][:4]), digits[1][:4]).backward()
+    grads = {n: (p.grad, p.grad.clone()) for n, p in model.named_parameters()}
+    running = model.features[1].running_mean.clone()
+    ex = LayerExplorer(model, *digits)
+    ex.target.value = 3  # a second pass
+    assert model.training
+    for name, p in model.named_parameters():
+        assert p.grad is grads[name][0] and torch.equal(p.grad, grads[name][1])
+    assert torch.equal(model.features[1].running_mean, running)  # the pass ran in eval mode
+    assert not hookviz.list_hooks(model)

@@ -1,4 +1,4 @@
-"""The training monitor, without a kernel: statistics, bounded history, stop/resume, no hooks left behind."""
+"""The training monitor, without a kernel: statistics, whole-run history, live probe maps, threads, no hooks left."""
 
 import base64
 import threading
@@ -10,13 +10,21 @@ import torch
 from torch import nn
 
 import hookviz
+from hookviz.render import FONT_PX, MIN_TEXT_PX, text_sizes_px
 from hookviz.widgets import MonitorState, TrainingMonitor, digits_step_fn
+from hookviz.widgets import monitor as monitor_module
+
+
+def _png(out) -> bytes:  # noqa: ANN001
+    (item,) = out.outputs
+    return base64.b64decode(item["data"]["image/png"])
 
 
 def test_monitor_trains_and_records() -> None:
     model = hookviz.DigitsCNN()
-    mon = TrainingMonitor(model, every=10, min_interval=0.0)
+    mon = TrainingMonitor(model, interval=0.0)
     assert mon.out.outputs[0]["text"].startswith("no steps yet")
+    assert mon.layer.value == "features.0"  # the first layer with 8 x 8 maps for the probe digit
     mon.run(60)
     s = mon.state
     assert s.step == 60 and len(s.history) == 60
@@ -25,23 +33,32 @@ def test_monitor_trains_and_records() -> None:
     assert s.act_mean().shape == (60, 5) and s.colorful_dimension("features.0").shape == (60, 40)
     assert s.colorful_dimension("features.0").sum(axis=1).min() > 0
     assert np.all(s.grad_by_depth() > 0)
-    assert s.draws >= 2  # throttled redraws plus the final one
-    (item,) = mon.out.outputs
-    assert base64.b64decode(item["data"]["image/png"]).startswith(b"\x89PNG")
-    assert repr(mon) == "TrainingMonitor(step=60, layers=5, history=60/500)"
-    assert "loss: first" in s.summary()
+    assert s.updates >= 2  # live updates plus the final one
+    assert _png(mon.out).startswith(b"\x89PNG") and bytes(mon.live_img.value).startswith(b"\x89PNG")
+    assert repr(mon) == "TrainingMonitor(step=60, layers=5, history=60/512)"
+    assert "loss: first point" in s.summary()
     assert not hookviz.list_hooks(model)
-    mon.layer.value = "features.0"  # changing the panel's layer redraws without training
+    mon.layer.value = "classifier.1"  # changing the layer redraws without training
     assert s.step == 60
 
 
-def test_history_is_bounded_and_resume_continues() -> None:
-    model = hookviz.DigitsCNN()
-    state = MonitorState(model, digits_step_fn(model), history=25, stats_every=7)
-    state.run(40)
-    state.run(10)  # resume
-    assert state.step == 50 and len(state.history) == 25
-    assert state.steps().tolist() == list(range(26, 51))
+def test_whole_run_history_keeps_the_start_in_bounded_memory() -> None:
+    model = nn.Linear(2, 1)
+    losses = iter(1.0 / (1.0 + np.arange(2000)))
+
+    def step() -> torch.Tensor:
+        model(torch.ones(1, 2)).sum().backward()
+        return torch.tensor(next(losses))
+
+    state = MonitorState(model, step, history=16, stats_every=50)
+    state.run(1500)
+    state.run(500)  # resume
+    steps, loss = state.steps(), state.losses()
+    assert state.step == 2000 and len(state.history) <= 16
+    width = state.history.width
+    assert steps[0] == width and steps[-1] == 2000  # from the first steps to now
+    np.testing.assert_allclose(loss[0], np.mean(1.0 / (1.0 + np.arange(width))))  # the early drop is kept
+    assert loss[0] > 10 * loss[-1]
 
 
 def test_capture_every_skips_hooks_in_between() -> None:
@@ -71,36 +88,97 @@ def test_keyboard_interrupt_leaves_no_hooks() -> None:
     assert len(state.history) == 6 and not state.running  # what was recorded is kept
 
 
-def test_stop_button_in_background_thread() -> None:
-    model = hookviz.DigitsCNN()
-    inner = digits_step_fn(model)
-    started = threading.Event()
-
+def _slow(step):  # noqa: ANN001, ANN202
     def slow_step() -> torch.Tensor:
-        started.set()
         time.sleep(0.002)
-        return inner()
+        return step()
 
-    mon = TrainingMonitor(model, slow_step, every=1000)
-    thread = mon.start(100_000)
-    assert started.wait(10)
-    assert mon.stop_button.disabled is False and mon.train_button.disabled is True
+    return slow_step
+
+
+def test_train_stop_train_continues_and_picker_works_while_training() -> None:
+    model = hookviz.DigitsCNN()
+    mon = TrainingMonitor(model, _slow(digits_step_fn(model)), interval=0.05, probe=hookviz.load_digits("test")[0][:1])
+    thread = mon.state.start(100_000, on_update=mon.redraw, interval=0.05)
+    mon._set_running(True)
+    while mon.state.updates < 3:
+        time.sleep(0.01)
+    assert mon.state.thread is thread and mon.state.running
+    assert not mon.state.wait(0.01)  # an Event: still running
+    before = bytes(mon.live_img.value)
+    mon.layer.value = "features.4"  # the picker works while it trains
+    assert bytes(mon.live_img.value) != before and mon.state.probe_maps["features.4"].shape == (16, 4, 4)
     mon.stop_button.click()
-    thread.join(20)
-    assert not thread.is_alive()
-    assert 0 < mon.state.step < 100_000
+    assert mon.state.wait(20) and not thread.is_alive()
+    first = mon.state.step
+    assert 0 < first < 100_000
     assert not hookviz.list_hooks(model)
-    assert mon.train_button.disabled is False and "stopped" in mon.status.value
+    mon.state.run(5)  # Train again: continues where it stopped
+    assert mon.state.step == first + 5 and mon.state.steps()[-1] == first + 5
+
+
+def test_live_feature_maps_change_while_training_and_leave_the_model_as_found() -> None:
+    model = hookviz.DigitsCNN()
+    model.eval()
+    inner = digits_step_fn(model)
+
+    def step_keeping_mode() -> torch.Tensor:  # a user's step that leaves the mode alone
+        model.train()
+        loss = inner()
+        model.eval()
+        return loss
+
+    probe = hookviz.load_digits("test")[0][:1]
+    state = MonitorState(model, step_keeping_mode, probe=probe)
+    snapshots = []
+    state.run(40, on_update=lambda s: snapshots.append((s.probe_step, s.probe_maps["features.0"].copy())), interval=0.0)
+    assert snapshots[0][0] < snapshots[-1][0] == 40
+    assert snapshots[0][1].shape == (8, 8, 8)
+    assert not np.allclose(snapshots[0][1], snapshots[-1][1])  # the maps change as it learns
+    running = model.features[1].running_mean.clone()
+    model.train()
+    state.run_probe()  # eval mode inside, the mode put back, BatchNorm statistics untouched
+    assert model.training and torch.equal(model.features[1].running_mean, running)
+    assert not hookviz.list_hooks(model)
+
+
+def test_recreating_while_training_in_background_stops_the_old_one() -> None:
+    model = hookviz.DigitsCNN()
+    step = _slow(digits_step_fn(model))
+    old = TrainingMonitor(model, step)
+    thread = old.start(100_000)
+    while old.state.step < 3:
+        time.sleep(0.01)
+    new = TrainingMonitor(model, step)  # the re-run cell
+    assert not thread.is_alive() and not old.state.running
+    new.run(3)
+    assert new.state.step == 3
+    assert not hookviz.list_hooks(model)
+
+
+def test_an_old_monitor_that_does_not_stop_in_time_is_reported(monkeypatch) -> None:  # noqa: ANN001
+    model = nn.Linear(2, 1)
+    release = threading.Event()
+
+    def stuck() -> torch.Tensor:
+        release.wait(10)
+        return model(torch.ones(1, 2)).sum()
+
+    old = MonitorState(model, stuck)
+    old.start(1)
+    monkeypatch.setattr(monitor_module, "STOP_TIMEOUT", 0.05)
+    with pytest.raises(RuntimeError, match="still training"):
+        MonitorState(model, stuck)
+    release.set()
+    assert old.wait(10)
 
 
 def test_recreating_replaces_old_hooks() -> None:
     model = hookviz.DigitsCNN()
-    # an old monitor's capture left running (e.g. a cell interrupted in a way that skipped cleanup)
     old = hookviz.capture(model, ["features.0"], key="hookviz.monitor").start()
-    assert hookviz.registered_keys(model) == {"hookviz.monitor": 1}
     MonitorState(model, digits_step_fn(model)).run(3)  # same key: replaces, then removes on exit
     assert not hookviz.list_hooks(model)
-    assert not old.active or not hookviz.registered_keys(model)
+    assert not old.active
 
 
 def test_nan_loss_is_counted_not_fatal() -> None:
@@ -119,30 +197,17 @@ def test_nan_loss_is_counted_not_fatal() -> None:
     state.figure()  # draws, even with nothing finite
 
 
-def test_static_fallback() -> None:
+def test_static_fallback_and_legible_pictures() -> None:
     model = hookviz.DigitsCNN()
     mon = TrainingMonitor(model)
     mon.run(5)
     bundle = mon._repr_mimebundle_()
-    assert bundle["text/plain"] == "TrainingMonitor(step=5, layers=5, history=5/500)"
+    assert bundle["text/plain"] == "TrainingMonitor(step=5, layers=5, history=5/512)"
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
-
-
-def test_recreating_while_training_in_background_stops_the_old_one() -> None:
-    model = hookviz.DigitsCNN()
-    inner = digits_step_fn(model)
-
-    def slow_step() -> torch.Tensor:
-        time.sleep(0.002)
-        return inner()
-
-    old = TrainingMonitor(model, slow_step, every=1000)
-    thread = old.start(100_000)
-    while old.state.step < 3:
-        time.sleep(0.01)
-    new = TrainingMonitor(model, slow_step)  # the re-run cell
-    thread.join(20)
-    assert not thread.is_alive() and not old.state.running
-    new.run(3)
-    assert new.state.step == 3
-    assert not hookviz.list_hooks(model)
+    sizes = text_sizes_px(mon.state.figure("features.0"))
+    assert min(sizes) >= MIN_TEXT_PX and FONT_PX >= MIN_TEXT_PX
+    fig = mon.state.figure("features.0")
+    depth_axes = fig.axes[1]
+    assert [t.get_text() for t in depth_axes.get_yticklabels()] == mon.state.layer_names  # names, not indices
+    legend_axes = fig.axes[4]
+    assert not legend_axes.axison and legend_axes.get_legend() is not None  # a legend beside, not over, the lines

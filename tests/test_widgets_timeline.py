@@ -1,10 +1,11 @@
-"""The hook timeline: every kind of hook fires, in PyTorch's order, and none is left behind."""
+"""The hook timeline: every kind of hook fires, in PyTorch's order, none is left behind, the model is left as found."""
 
 import pytest
 import torch
 from torch import nn
 
 import hookviz
+from hookviz.render import MIN_TEXT_PX, text_sizes_px
 from hookviz.widgets import HOOK_KINDS, HookTimeline, TimelineState
 
 
@@ -25,6 +26,17 @@ def test_every_kind_fires_in_order() -> None:
     assert not hookviz.list_hooks(state.model)
 
 
+def test_raw_input_first_layer_backward_hook_fires_before_its_weight_hooks() -> None:
+    with pytest.warns(UserWarning, match="Full backward hook is firing"):  # PyTorch says so itself
+        raw = [(e.kind, e.where) for e in TimelineState(input_requires_grad=False).events]
+    fed = [(e.kind, e.where) for e in TimelineState().events]
+    # input requires grad: the weight's hooks run before the module's full backward hook ...
+    assert fed.index(("post_accumulate_grad", "param:0.weight")) < fed.index(("backward", "0"))
+    # ... raw data: the full backward hook of the first layer runs first
+    assert raw.index(("backward", "0")) < raw.index(("post_accumulate_grad", "param:0.weight"))
+    assert ("tensor", "input x") not in raw
+
+
 def test_filters_and_widget() -> None:
     tl = HookTimeline()
     total = len(tl.state.events)
@@ -32,13 +44,17 @@ def test_filters_and_widget() -> None:
     assert all(e.phase == "backward" for e in tl.shown())
     tl.kinds.value = ("post_accumulate_grad",)
     assert len(tl.shown()) == 4 and tl.count.value == f"4 of {total} hook calls"
+    assert "<table" in tl.table_out.outputs[0]["data"]["text/html"]
     tl.where.value = "0"
     assert tl.shown() == []
-    html_item = tl.table_out.outputs[0]
-    assert "<table" in html_item["data"]["text/html"]
+    assert "no hook calls match" in tl.table_out.outputs[0]["data"]["text/html"]
+    texts = [t.get_text() for t in tl.state.figure([]).texts]
+    assert texts == ["no hook calls match these filters"]  # a message, not empty axes
     with pytest.raises(ValueError, match="unknown hook kind"):
         tl.state.filter(["sideways"])
     assert repr(tl) == f"HookTimeline(shown=0, events={total})"
+    tl.reset()
+    assert len(tl.shown()) == total
 
 
 def test_rerun_and_custom_model_leave_nothing() -> None:
@@ -51,6 +67,23 @@ def test_rerun_and_custom_model_leave_nothing() -> None:
     assert state.table().splitlines()[0].split() == ["#", "phase", "kind", "where"]
 
 
+def test_user_model_is_left_as_found() -> None:
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    model.eval()
+    model(torch.ones(1, 3)).sum().backward()
+    before = {n: p.grad.clone() for n, p in model.named_parameters()}
+    objects = {n: p.grad for n, p in model.named_parameters()}
+    model[2].bias.grad = None  # one parameter without a gradient stays without one
+    HookTimeline(model)
+    for name, p in model.named_parameters():
+        if name == "2.bias":
+            assert p.grad is None
+        else:
+            assert p.grad is objects[name] and torch.equal(p.grad, before[name])
+    assert not model.training
+    assert not hookviz.list_hooks(model)
+
+
 def test_hooks_removed_when_forward_raises() -> None:
     class Boom(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -60,3 +93,12 @@ def test_hooks_removed_when_forward_raises() -> None:
     with pytest.raises(RuntimeError, match="boom"):
         TimelineState(model)
     assert not hookviz.list_hooks(model)
+
+
+def test_chart_text_is_legible() -> None:
+    state = TimelineState()
+    sizes = text_sizes_px(state.figure())
+    assert sizes and min(sizes) >= MIN_TEXT_PX
+    ax = state.figure().axes[0]
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert all(float(t).is_integer() for t in ticks)  # firing order is a whole number

@@ -1,7 +1,9 @@
 """hookviz widgets: thin ipywidgets views over plain-Python state objects.
 
-* :class:`LayerExplorer` / :class:`ExplorerState` - feature maps and gradient histogram of any layer.
-* :class:`TrainingMonitor` / :class:`MonitorState` - live activation and gradient statistics while training.
+* :class:`LayerExplorer` / :class:`ExplorerState` (a cursor over a :class:`CapturedPass`) - feature maps
+  and gradient histogram of any layer.
+* :class:`TrainingMonitor` / :class:`MonitorState` - live feature maps of a probe sample, gradients and
+  activation statistics while training.
 * :class:`HookTimeline` / :class:`TimelineState` - the order in which every kind of hook fires.
 
 Each widget draws a static PNG of its state where no widget front end exists (``show_static()``,
@@ -9,12 +11,13 @@ and an ``image/png`` entry in its display bundle).
 """
 
 from hookviz.widgets.common import StaticPicture
-from hookviz.widgets.explorer import EXPLORER_KEY, ExplorerState, LayerExplorer, LayerInfo
+from hookviz.widgets.explorer import EXPLORER_KEY, CapturedPass, ExplorerState, LayerExplorer, LayerInfo
 from hookviz.widgets.monitor import MONITOR_KEY, MonitorState, StepStats, TrainingMonitor, digits_step_fn
 from hookviz.widgets.timeline import HOOK_KINDS, HookEvent, HookTimeline, TimelineState, small_model
 
 __all__ = [
     "EXPLORER_KEY",
+    "CapturedPass",
     "HOOK_KINDS",
     "MONITOR_KEY",
     "ExplorerState",

@@ -16,7 +16,17 @@ from typing import Any
 
 import ipywidgets as widgets
 
-__all__ = ["StaticPicture", "StaticFallback", "show_html", "show_png", "show_text"]
+__all__ = [
+    "StaticFallback",
+    "StaticPicture",
+    "caption_html",
+    "refuse",
+    "row",
+    "show_html",
+    "show_png",
+    "show_text",
+    "widget_bundle",
+]
 
 
 def _display_data(data: dict[str, str]) -> dict[str, Any]:
@@ -61,12 +71,30 @@ class StaticPicture:
         return self.caption
 
 
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def widget_bundle(widget: widgets.Widget, text: str) -> dict[str, Any]:
+    """The display bundle of a live widget: its view, and ``text`` as the plain-text alternative.
+
+    Built here rather than borrowed from ipywidgets: version 8 has ``Widget._repr_mimebundle_``,
+    version 7 (what Colab ships) displays through ``_ipython_display_`` instead and has no such
+    method. The view entry is the same in both (widget message protocol 2.0).
+    """
+    data: dict[str, Any] = {"text/plain": text}
+    if widget._view_name is not None:
+        data[WIDGET_VIEW_MIME] = {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}
+    return data
+
+
 class StaticFallback:
     """Mixin for widgets: add a PNG of the current state to the widget's display bundle.
 
     JupyterLab, Colab and VS Code render the live widget (its view ranks first); GitHub, nbviewer and
     other viewers without a widget manager fall back to the PNG. Subclasses implement
-    :meth:`static_png` and a short, stable ``__repr__``.
+    :meth:`static_png` and a short, stable ``__repr__``. Works the same under ipywidgets 7 and 8:
+    the bundle is built by :func:`widget_bundle`, and :meth:`_ipython_display_` (the hook ipywidgets
+    7 uses) displays that same bundle.
     """
 
     def static_png(self) -> bytes:  # pragma: no cover - abstract
@@ -78,11 +106,35 @@ class StaticFallback:
         return StaticPicture(self.static_png(), f"static view of {self!r}")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        data = widgets.DOMWidget._repr_mimebundle_(self, **kwargs)  # type: ignore[arg-type]
-        if data is None:
-            data = {"text/plain": repr(self)}
+        data = widget_bundle(self, repr(self))  # type: ignore[arg-type]
         try:
             data["image/png"] = base64.b64encode(self.static_png()).decode("ascii")
         except Exception as exc:  # a fallback picture must never break displaying the widget
-            data["text/plain"] = f"{data.get('text/plain', '')} (no static picture: {type(exc).__name__})"
+            data["text/plain"] = f"{data['text/plain']} (no static picture: {type(exc).__name__})"
         return data
+
+    def _ipython_display_(self, **kwargs: Any) -> None:
+        """Display the bundle of :meth:`_repr_mimebundle_` (ipywidgets 7 calls this, not the bundle method)."""
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
+        handle = getattr(self, "_handle_displayed", None)  # ipywidgets 7: run on_displayed callbacks
+        if handle is not None:
+            handle(**kwargs)
+
+
+def refuse(message: widgets.HTML, text: str) -> None:
+    """Show ``text`` as a visible refusal (red) under a widget's controls; empty text clears it."""
+    message.value = f"<span style='color:#b00020'>{escape(text)}</span>" if text else ""
+
+
+def row(*children: widgets.Widget) -> widgets.HBox:
+    """A row of controls that wraps onto a second line instead of being cut off in a narrow window."""
+    return widgets.HBox(list(children), layout={"flex_flow": "row wrap", "align_items": "center"})
+
+
+def caption_html(text: str) -> str:
+    """A caption that wraps between words only (never mid-word), in the notebook's font."""
+    return (
+        f"<div style='white-space:normal;word-break:normal;overflow-wrap:normal;line-height:1.4'>{escape(text)}</div>"
+    )

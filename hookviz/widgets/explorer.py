@@ -1,30 +1,31 @@
 """The layer explorer: pick a layer and a sample, see its feature maps and its gradient histogram.
 
-:class:`ExplorerState` does the work in plain Python: **one** forward and backward pass through
-:func:`hookviz.capture` when it is made (and again only if the gradient target changes), then every
-choice of layer, sample, channel page or ordering is answered from the captured arrays.
-:class:`LayerExplorer` is a thin ipywidgets view over it.
+Two plain-Python parts do the work: :class:`CapturedPass` is what **one** forward and backward pass
+through :func:`hookviz.capture` recorded (every layer's output and output gradient, for the whole
+batch); :class:`ExplorerState` is a view cursor over it (layer, sample, channel page, ordering) that
+answers every choice from the captured arrays, and takes a new pass only when the gradient target
+changes. :class:`LayerExplorer` is a thin ipywidgets view over the state; pictures come from
+:mod:`hookviz.render`.
 """
 
 from __future__ import annotations
 
-import difflib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
 import torch
-from matplotlib.figure import Figure
 from torch import Tensor, nn
 
 from hookviz.capture import capture, iter_tensors, value_at
-from hookviz.render import colorize, figure_png, finite_range, heat_strip, histogram_png, mosaic, mosaic_png, strip_png
+from hookviz.render import feature_panel_png, finite_range, histogram_png, join_png, message_png
 from hookviz.summarize import Histogram, as_numpy, histogram
-from hookviz.widgets.common import StaticFallback, show_png, show_text
+from hookviz.text import closest_hint, text_table
+from hookviz.widgets.common import StaticFallback, caption_html, refuse, row, show_png
 
-__all__ = ["EXPLORER_KEY", "ExplorerState", "LayerExplorer", "LayerInfo"]
+__all__ = ["EXPLORER_KEY", "CapturedPass", "ExplorerState", "LayerExplorer", "LayerInfo"]
 
 EXPLORER_KEY = "hookviz.explorer"
 _CONV_TYPES = (nn.modules.conv._ConvNd,)
@@ -59,13 +60,117 @@ def _first_tensor(value: Any) -> tuple[tuple[int | str, ...], Tensor | None, str
     return (), None, f"output of type {type(value).__name__} holds no tensor"
 
 
+@dataclass
+class CapturedPass:
+    """What one forward and backward pass recorded: every layer's output and output gradient.
+
+    Made by :meth:`run`; read-only afterwards. ``activations[name]`` and ``gradients[name]`` hold the
+    whole batch (first dimension = samples); ``gradients[name]`` is ``None`` when no gradient reached
+    the layer, and ``grad_notes[name]`` says why.
+    """
+
+    target: str | int
+    info: dict[str, LayerInfo] = field(default_factory=dict)
+    activations: dict[str, np.ndarray] = field(default_factory=dict)
+    gradients: dict[str, np.ndarray | None] = field(default_factory=dict)
+    grad_notes: dict[str, str] = field(default_factory=dict)
+    n_outputs: int | None = None
+    output_note: str = ""
+
+    @staticmethod
+    def target_value(out: Tensor, target: str | int, labels: Tensor | None) -> Tensor:
+        """The scalar whose gradient is taken: the summed loss, the top logits, or one class's logits."""
+        if target == "loss":
+            if labels is None:
+                raise ValueError("target='loss' needs labels; pass labels=... or target='predicted' or a class index")
+            if out.ndim != 2:
+                raise ValueError(
+                    f"target='loss' needs (N, classes) logits, the model returned shape {tuple(out.shape)}"
+                )
+            return nn.functional.cross_entropy(out, labels.to(out.device), reduction="sum")
+        if target == "predicted":
+            return out.reshape(len(out), -1).max(dim=1).values.sum()
+        if isinstance(target, int) and not isinstance(target, bool):
+            if out.ndim != 2 or not 0 <= target < out.shape[1]:
+                raise ValueError(f"class {target} does not exist in the model output of shape {tuple(out.shape)}")
+            return out[:, target].sum()
+        raise ValueError(f"target must be 'loss', 'predicted' or a class index, not {target!r}")
+
+    @classmethod
+    def run(
+        cls,
+        model: nn.Module,
+        inputs: Tensor,
+        labels: Tensor | None,
+        target: str | int,
+        layer_names: list[str],
+        *,
+        train_mode: bool = False,
+        key: str = EXPLORER_KEY,
+    ) -> CapturedPass:
+        """One forward and backward pass of ``inputs`` with every layer in ``layer_names`` captured.
+
+        The model runs in ``train_mode`` and is put back in its own mode; its parameters' ``.grad``
+        are not touched (the gradient is taken with ``torch.autograd.grad``, with respect to a copy
+        of the input that requires grad, so it reaches every layer even when all weights are frozen).
+        """
+        data = cls(target)
+        x = inputs.clone()
+        if x.is_floating_point():
+            x.requires_grad_(True)
+        was_training = model.training
+        model.train(train_mode)
+        try:
+            with capture(model, layer_names, key=key) as cap:
+                out_value = model(x)
+                _, out, data.output_note = _first_tensor(out_value)
+                if out is None:
+                    raise TypeError(f"the model returned {type(out_value).__name__} with no tensor in it")
+                data.n_outputs = int(out.shape[1]) if out.ndim == 2 else None
+                value = cls.target_value(out, target, labels)
+                wrt = [x] if x.requires_grad else [p for p in model.parameters() if p.requires_grad]
+                if value.requires_grad and wrt:
+                    torch.autograd.grad(value, wrt, allow_unused=True)
+                    grad_missing = ""
+                else:
+                    grad_missing = "the output does not require grad (frozen model and integer input?)"
+        finally:
+            model.train(was_training)
+        n = len(inputs)
+        for name, record in cap.records.items():
+            if not record.activations:
+                data.info[name] = LayerInfo(name, record.module_type, None, 0, "not called in forward()")
+                continue
+            path, act, note = _first_tensor(record.activations[-1])
+            notes = [note] if note else []
+            if record.calls > 1:
+                notes.append(f"called {record.calls} times; showing the last call")
+            if act is None or act.ndim == 0 or act.shape[0] != n:
+                shape_msg = "no tensor" if act is None else f"shape {tuple(act.shape)} has no batch dimension of {n}"
+                data.info[name] = LayerInfo(name, record.module_type, None, record.calls, f"cannot show: {shape_msg}")
+                continue
+            data.activations[name] = as_numpy(act)
+            grad = value_at(record.gradients[-1], path)  # the gradient of the very tensor shown
+            if isinstance(grad, Tensor) and tuple(grad.shape) == tuple(act.shape):
+                data.gradients[name] = as_numpy(grad)
+            else:
+                data.gradients[name] = None
+                data.grad_notes[name] = grad_missing or "; ".join(record.notes) or "no gradient reached this layer"
+            data.info[name] = LayerInfo(name, record.module_type, tuple(act.shape[1:]), record.calls, "; ".join(notes))
+        return data
+
+    @property
+    def layers(self) -> list[str]:
+        """Layers that can be shown (called, with a batch dimension), in module order."""
+        return [name for name in self.info if name in self.activations]
+
+
 class ExplorerState:
-    """Everything the layer explorer shows, computed from one forward and backward pass.
+    """A view cursor (layer, sample, page, order) over one :class:`CapturedPass` of a model.
 
     Args:
         model: any ``nn.Module``. It is run in eval mode (``train_mode=False``) and put back in its
-            own mode afterwards; parameter ``.grad`` fields are not touched (the gradients are taken
-            with ``torch.autograd.grad`` with respect to a copy of the input).
+            own mode afterwards; parameter ``.grad`` fields are not touched.
         inputs: a batch (first dimension = samples). A batch of one is fine.
         labels: optional targets; with them the gradient is of the summed cross-entropy loss.
         target: ``"loss"`` (needs labels), ``"predicted"`` (each sample's top logit) or a class index.
@@ -74,6 +179,7 @@ class ExplorerState:
         key: hookviz capture key; a new explorer with the same key replaces an old one's hooks.
 
     Switching layer, sample, page or ordering never runs the model: :attr:`forward_passes` counts.
+    ``page`` is a 0-based index here; the widget and the captions show pages counted from 1.
     """
 
     def __init__(
@@ -104,92 +210,61 @@ class ExplorerState:
         self.train_mode = train_mode
         self.key = key
         self.forward_passes = 0
-        self.target: str | int = target if target is not None else ("loss" if labels is not None else "predicted")
-        self.info: dict[str, LayerInfo] = {}
-        self.activations: dict[str, np.ndarray] = {}
-        self.gradients: dict[str, np.ndarray | None] = {}
-        self.grad_notes: dict[str, str] = {}
-        self.n_outputs: int | None = None
-        self.output_note = ""
         self._png_cache: dict[tuple[Any, ...], bytes] = {}
-        self._run()
+        self.data = self._capture(target if target is not None else ("loss" if labels is not None else "predicted"))
         self.layer = self.default_layer()
         self.sample = 0
         self.page = 0
         self.order = "index"
 
-    # ------------------------------------------------------------------------------- the one pass
-    def _target_value(self, out: Tensor) -> Tensor:
-        target = self.target
-        if target == "loss":
-            if self.labels is None:
-                raise ValueError("target='loss' needs labels; pass labels=... or target='predicted' or a class index")
-            if out.ndim != 2:
-                raise ValueError(
-                    f"target='loss' needs (N, classes) logits, the model returned shape {tuple(out.shape)}"
-                )
-            return nn.functional.cross_entropy(out, self.labels.to(out.device), reduction="sum")
-        if target == "predicted":
-            flat = out.reshape(len(out), -1)
-            return flat.max(dim=1).values.sum()
-        if isinstance(target, int) and not isinstance(target, bool):
-            if out.ndim != 2 or not 0 <= target < out.shape[1]:
-                raise ValueError(f"class {target} does not exist in the model output of shape {tuple(out.shape)}")
-            return out[:, target].sum()
-        raise ValueError(f"target must be 'loss', 'predicted' or a class index, not {target!r}")
-
-    def _run(self) -> None:
-        model = self.model
-        x = self.inputs.clone()
-        if x.is_floating_point():
-            x.requires_grad_(True)  # gradients reach every layer even when all weights are frozen
-        was_training = model.training
-        model.train(self.train_mode)
+    def _capture(self, target: str | int) -> CapturedPass:
+        data = CapturedPass.run(
+            self.model, self.inputs, self.labels, target, self.layer_names, train_mode=self.train_mode, key=self.key
+        )
+        self.forward_passes += 1
         self._png_cache.clear()
-        try:
-            with capture(model, self.layer_names, key=self.key) as cap:
-                out_value = model(x)
-                self.forward_passes += 1
-                _, out, self.output_note = _first_tensor(out_value)
-                if out is None:
-                    raise TypeError(f"the model returned {type(out_value).__name__} with no tensor in it")
-                self.n_outputs = int(out.shape[1]) if out.ndim == 2 else None
-                value = self._target_value(out)
-                wrt = [x] if x.requires_grad else [p for p in model.parameters() if p.requires_grad]
-                if value.requires_grad and wrt:
-                    torch.autograd.grad(value, wrt, allow_unused=True)
-                    grad_missing = ""
-                else:
-                    grad_missing = "the output does not require grad (frozen model and integer input?)"
-        finally:
-            model.train(was_training)
-        n = len(self.inputs)
-        for name, record in cap.records.items():
-            if not record.activations:
-                self.info[name] = LayerInfo(name, record.module_type, None, 0, "not called in forward()")
-                continue
-            path, act, note = _first_tensor(record.activations[-1])
-            notes = [note] if note else []
-            if record.calls > 1:
-                notes.append(f"called {record.calls} times; showing the last call")
-            if act is None or act.ndim == 0 or act.shape[0] != n:
-                shape_msg = "no tensor" if act is None else f"shape {tuple(act.shape)} has no batch dimension of {n}"
-                self.info[name] = LayerInfo(name, record.module_type, None, record.calls, f"cannot show: {shape_msg}")
-                continue
-            self.activations[name] = as_numpy(act)
-            grad = value_at(record.gradients[-1], path)  # the gradient of the very tensor shown
-            if isinstance(grad, Tensor) and tuple(grad.shape) == tuple(act.shape):
-                self.gradients[name] = as_numpy(grad)
-            else:
-                self.gradients[name] = None
-                self.grad_notes[name] = grad_missing or "; ".join(record.notes) or "no gradient reached this layer"
-            self.info[name] = LayerInfo(name, record.module_type, tuple(act.shape[1:]), record.calls, "; ".join(notes))
+        return data
 
-    # ------------------------------------------------------------------------------- choices
+    # ------------------------------------------------------------------------------- captured data
+    @property
+    def target(self) -> str | int:
+        """What the gradient is taken of."""
+        return self.data.target
+
+    @property
+    def info(self) -> dict[str, LayerInfo]:
+        """Every offered layer, shown or not, with its type, shape and notes."""
+        return self.data.info
+
+    @property
+    def activations(self) -> dict[str, np.ndarray]:
+        """``{layer: output for the whole batch}``."""
+        return self.data.activations
+
+    @property
+    def gradients(self) -> dict[str, np.ndarray | None]:
+        """``{layer: d(target)/d(output) for the whole batch, or None}``."""
+        return self.data.gradients
+
+    @property
+    def grad_notes(self) -> dict[str, str]:
+        """Why a layer has no gradient."""
+        return self.data.grad_notes
+
+    @property
+    def n_outputs(self) -> int | None:
+        """Width of a ``(N, classes)`` model output (``None`` for other outputs)."""
+        return self.data.n_outputs
+
+    @property
+    def output_note(self) -> str:
+        """A note when the model's output is a structure (which tensor is used)."""
+        return self.data.output_note
+
     @property
     def layers(self) -> list[str]:
         """Layers that can be shown (called, with a batch dimension), in module order."""
-        return [name for name in self.info if name in self.activations]
+        return self.data.layers
 
     @property
     def n_samples(self) -> int:
@@ -207,13 +282,15 @@ class ExplorerState:
         return [n for n in self.layers if self.info[n].type == type_name]
 
     def default_layer(self) -> str:
-        """The last conv layer; else the last layer with spatial maps; else the last showable layer."""
+        """The last conv layer whose maps are at least 8 x 8 pixels; else the last conv layer; else the
+        last layer with spatial maps; else the last showable leaf."""
         if not self.layers:
             raise ValueError(f"no layer of {type(self.model).__name__} produced a tensor with a batch dimension")
         modules = dict(self.model.named_modules())
         convs = [n for n in self.layers if isinstance(modules.get(n), _CONV_TYPES)]
-        if convs:
-            return convs[-1]
+        big = [n for n in convs if self.activations[n].ndim >= 4 and min(self.activations[n].shape[-2:]) >= 8]
+        if big or convs:
+            return (big or convs)[-1]
         spatial = [n for n in self.layers if self.activations[n].ndim >= 4]
         if spatial:
             return spatial[-1]
@@ -225,21 +302,23 @@ class ExplorerState:
             return name
         if name in self.info:
             raise KeyError(f"layer {name!r} cannot be shown: {self.info[name].note}")
-        close = difflib.get_close_matches(name, self.layers, n=3, cutoff=0.5)
-        hint = f"; closest: {', '.join(map(repr, close))}" if close else ""
-        raise KeyError(f"no layer named {name!r} in {type(self.model).__name__}{hint}")
+        raise KeyError(f"no layer named {name!r} in {type(self.model).__name__}{closest_hint(name, self.layers)}")
 
+    # ------------------------------------------------------------------------------- the cursor
     def select(
         self, layer: str | None = None, sample: int | None = None, page: int | None = None, order: str | None = None
     ) -> ExplorerState:
-        """Change what is shown. Never runs the model. Unknown names or indices raise a clear error."""
+        """Change what is shown (``page`` is 0-based). Never runs the model. Bad choices raise a clear error."""
         if layer is not None:
             new = self._check_layer(layer)
             if new != self.layer:
                 self.layer, self.page = new, 0
         if sample is not None:
             if not 0 <= int(sample) < self.n_samples:
-                raise IndexError(f"sample {sample} is out of range: the batch has {self.n_samples} samples")
+                raise IndexError(
+                    f"sample {sample} is out of range: the batch has {self.n_samples} samples "
+                    f"(0 to {self.n_samples - 1})"
+                )
             self.sample = int(sample)
         if order is not None:
             if order not in ("index", "topk"):
@@ -247,20 +326,19 @@ class ExplorerState:
             self.order = order
         if page is not None:
             if not 0 <= int(page) < self.pages:
-                raise IndexError(f"page {page} is out of range: layer {self.layer!r} has {self.pages} page(s)")
+                raise IndexError(f"page {int(page) + 1} does not exist: layer {self.layer!r} has {self.pages} page(s)")
             self.page = int(page)
         self.page = min(self.page, self.pages - 1)
         return self
 
+    def reset(self) -> ExplorerState:
+        """Back to the opening view: default layer, sample 0, page 1, channels by index."""
+        self.layer, self.sample, self.page, self.order = self.default_layer(), 0, 0, "index"
+        return self
+
     def set_target(self, target: str | int) -> ExplorerState:
         """Take gradients of another target (``"loss"``, ``"predicted"`` or a class): one new pass."""
-        old = self.target
-        self.target = target
-        try:
-            self._run()
-        except Exception:
-            self.target = old
-            raise
+        self.data = self._capture(target)
         return self
 
     # ------------------------------------------------------------------------------- what is shown
@@ -299,9 +377,7 @@ class ExplorerState:
 
     def channel_order(self) -> np.ndarray:
         """Channel indices in display order: by index, or by mean activation (highest first; NaN last)."""
-        if self.kind != "maps":
-            return np.arange(self.channels)
-        if self.order == "index":
+        if self.kind != "maps" or self.order == "index":
             return np.arange(self.channels)
         maps = self.maps()
         means = np.nanmean(np.where(np.isinf(maps), np.nan, maps).reshape(len(maps), -1), axis=1) if maps.size else []
@@ -310,37 +386,66 @@ class ExplorerState:
 
     def shown_channels(self) -> list[int]:
         """The channel indices on the current page, in display order."""
-        order = self.channel_order()
         start = self.page * self.page_size
-        return [int(c) for c in order[start : start + self.page_size]]
+        return [int(c) for c in self.channel_order()[start : start + self.page_size]]
+
+    def input_image(self) -> np.ndarray | None:
+        """The chosen sample's input as a 2-D picture (channels averaged), or ``None`` if it is not an image."""
+        x = self.inputs[self.sample]
+        if not x.is_floating_point() or x.ndim < 2:
+            return None
+        pic = as_numpy(x)
+        return pic.reshape(-1, *pic.shape[-2:]).mean(axis=0)
 
     def feature_png(self) -> bytes:
-        """The feature-map picture of the current choice (cached: switching back is free)."""
+        """The feature-map panel of the current choice (cached: switching back is free).
+
+        The input on the left, the maps as numbered tiles on one colour scale with its colour bar, or
+        for a vector a strip whose cells are labelled (class numbers for the model's logits).
+        """
         key = (self.layer, self.sample, self.page, self.order)
         png = self._png_cache.get(key)
         if png is None:
+            label = "" if self.labels is None else f"label {int(self.labels[self.sample])}"
+            title = f"{self.layer} · sample {self.sample}"
             if self.kind == "maps":
                 maps = self.maps()
                 lo, hi = finite_range(maps)  # one colour scale for the whole layer: pages compare
-                png = mosaic_png(maps[self.shown_channels()], lo, hi)
+                shown = self.shown_channels()
+                png = feature_panel_png(
+                    maps[shown],
+                    [str(c) for c in shown],
+                    vmin=lo,
+                    vmax=hi,
+                    title=title,
+                    image=self.input_image(),
+                    image_caption=label,
+                )
             else:
-                png = strip_png(self.activation())
+                values = self.activation().reshape(-1)
+                logits = self.n_outputs is not None and values.size == self.n_outputs
+                title += " · cell = class" if logits else " · cell = index"
+                png = feature_panel_png(values, title=title, image=self.input_image(), image_caption=label)
             if len(self._png_cache) > 256:
                 self._png_cache.clear()
             self._png_cache[key] = png
         return png
 
-    def grad_histogram(self, bins: int = 40) -> Histogram | None:
+    def grad_histogram(self, bins: int = 40, drop_zeros: bool = False) -> Histogram | None:
         """Histogram of the chosen layer's output gradient for the chosen sample (``None`` without one)."""
         grad = self.gradient()
-        return None if grad is None else histogram(grad, bins)
+        return None if grad is None else histogram(grad, bins, drop_zeros=drop_zeros)
 
-    def grad_png(self, log: bool = False) -> bytes | None:
-        """The gradient histogram picture, or ``None`` when there is no gradient."""
-        hist = self.grad_histogram()
+    def grad_png(self, log: bool = False, hide_zeros: bool = True) -> bytes:
+        """The gradient histogram panel (exact zeros counted apart with ``hide_zeros``), or a message."""
+        hist = self.grad_histogram(drop_zeros=hide_zeros)
         if hist is None:
-            return None
+            return message_png(f"no gradient for {self.layer}: {self.grad_notes.get(self.layer, '')}")
         return histogram_png(hist, title=f"d({self.target_text})/d(output) of {self.layer}", log=log)
+
+    def static_png(self, log: bool = False, hide_zeros: bool = True) -> bytes:
+        """Both panels side by side in one PNG (the widget's static fallback)."""
+        return join_png([self.feature_png(), self.grad_png(log=log, hide_zeros=hide_zeros)])
 
     @property
     def target_text(self) -> str:
@@ -368,8 +473,7 @@ class ExplorerState:
     def describe(self) -> dict[str, Any]:
         """A plain summary of the current view (what the caption says), for tests and notebooks."""
         info = self.info[self.layer]
-        a = self.activation()
-        lo, hi = finite_range(a)
+        lo, hi = finite_range(self.activation())
         grad = self.grad_histogram()
         shown = self.shown_channels()
         return {
@@ -405,35 +509,10 @@ class ExplorerState:
 
     def layer_table(self) -> str:
         """The layer picker's content as a text table (name, type, per-sample output shape, notes)."""
-        rows = [("layer", "type", "output shape", "note")]
-        rows += [(i.name, i.type, str(i.shape) if i.shape else "-", i.note) for i in self.info.values()]
-        widths = [max(len(r[c]) for r in rows) for c in range(4)]
-        lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(lines)
-
-    def static_figure(self) -> Figure:
-        """A matplotlib figure of the current view: feature maps and gradient histogram, with the caption."""
-        fig = Figure(figsize=(8, 3.2), dpi=72, layout="constrained")
-        ax_map, ax_hist = fig.subplots(1, 2, width_ratios=(1.2, 1))
-        if self.kind == "maps":
-            maps = self.maps()
-            lo, hi = finite_range(maps)
-            tiles = colorize(maps[self.shown_channels()], lo, hi)
-            ax_map.imshow(mosaic(tiles, pad=1, fill=255), interpolation="nearest")
-        else:
-            ax_map.imshow(colorize(heat_strip(self.activation())), interpolation="nearest")
-        ax_map.set_axis_off()
-        ax_map.set_title(f"{self.layer} · sample {self.sample}", fontsize=9)
-        hist = self.grad_histogram()
-        if hist is None:
-            ax_hist.text(0.5, 0.5, "no gradient", ha="center", va="center")
-            ax_hist.set_axis_off()
-        else:
-            ax_hist.stairs(hist.counts, hist.edges, fill=True, color="tab:orange")
-            ax_hist.set_title(f"d({self.target_text})/d(output): NaN {hist.nan} | Inf {hist.inf}", fontsize=9)
-            ax_hist.tick_params(labelsize=7)
-        return fig
+        return text_table(
+            ("layer", "type", "output shape", "note"),
+            [(i.name, i.type, str(i.shape) if i.shape else "-", i.note) for i in self.info.values()],
+        )
 
     def __repr__(self) -> str:
         return (
@@ -443,23 +522,33 @@ class ExplorerState:
 
 
 class LayerExplorer(StaticFallback, widgets.VBox):
-    """A layer picker, a sample picker and two live panels (feature maps, gradient histogram).
+    """A layer picker, a sample picker and two panels (feature maps, gradient histogram).
 
     ``hookviz.LayerExplorer(model, images, labels)`` makes an :class:`ExplorerState` (one forward and
     backward pass) and shows it. Every control only re-reads the captured arrays, except "gradient
-    of", which takes a new pass. The state is at ``explorer.state``; tests and notebooks can set the
-    controls' ``.value`` and read ``explorer.state.describe()``.
+    of", which takes a new pass. A typed sample or page that does not exist is refused with a message
+    (the box goes back to the shown value), never silently clamped. Pages count from 1. The state is
+    at ``explorer.state``; tests and notebooks can set the controls' ``.value`` and read
+    ``explorer.state.describe()``; :meth:`reset` returns to the opening view.
     """
 
     def __init__(self, model: nn.Module, inputs: Tensor, labels: Tensor | None = None, **kwargs: Any) -> None:
         state = kwargs.pop("state", None) or ExplorerState(model, inputs, labels, **kwargs)
         self.state = state
-        types = state.types()
+        narrow = {"description_width": "initial"}
         self.type_filter = widgets.Dropdown(
-            options=[("all types", "all"), *[(t, t) for t in types]], value="all", description="type"
+            options=[("all types", "all"), *[(t, t) for t in state.types()]],
+            value="all",
+            description="type",
+            layout={"width": "190px"},
+            style=narrow,
         )
         self.layer = widgets.Dropdown(
-            options=self._layer_options("all"), value=state.layer, description="layer", layout={"width": "340px"}
+            options=self._layer_options("all"),
+            value=state.layer,
+            description="layer",
+            layout={"width": "330px"},
+            style=narrow,
         )
         target_options: list[tuple[str, str | int]] = []
         if state.labels is not None:
@@ -469,31 +558,43 @@ class LayerExplorer(StaticFallback, widgets.VBox):
             target_options += [(f"logit {k}", k) for k in range(state.n_outputs)]
         if state.target not in [v for _, v in target_options]:
             target_options.append((str(state.target), state.target))
-        self.target = widgets.Dropdown(options=target_options, value=state.target, description="gradient of")
-        self.sample = widgets.BoundedIntText(
-            value=0, min=0, max=state.n_samples - 1, description="sample", layout={"width": "160px"}
+        self.target = widgets.Dropdown(
+            options=target_options,
+            value=state.target,
+            description="gradient of",
+            layout={"width": "210px"},
+            style=narrow,
         )
+        self.sample = widgets.IntText(value=0, description="sample", layout={"width": "130px"}, style=narrow)
         self.order = widgets.ToggleButtons(options=[("index", "index"), ("top-k", "topk")], value="index")
         self.order.style.button_width = "64px"
-        self.page = widgets.BoundedIntText(value=0, min=0, max=0, description="page", layout={"width": "140px"})
-        self.log_scale = widgets.Checkbox(value=False, description="log counts", indent=False)
+        self.page = widgets.IntText(value=1, description="page", layout={"width": "110px"}, style=narrow)
+        self.hide_zeros = widgets.Checkbox(
+            value=True, description="hide exact zeros", indent=False, layout={"width": "150px"}
+        )
+        self.log_scale = widgets.Checkbox(
+            value=False, description="log counts", indent=False, layout={"width": "110px"}
+        )
+        self.message = widgets.HTML()
         self.caption = widgets.HTML()
-        self.maps_out = widgets.Output(layout={"min_width": "280px"})
-        self.grad_out = widgets.Output()
+        self.maps_out = widgets.Output(layout={"height": "296px", "width": "436px"})
+        self.grad_out = widgets.Output(layout={"height": "296px", "width": "306px"})
         super().__init__(
             [
-                widgets.HBox([self.type_filter, self.layer, self.target]),
-                widgets.HBox([self.sample, self.order, self.page, self.log_scale]),
+                row(self.type_filter, self.layer, self.target),
+                row(self.sample, self.order, self.page, self.hide_zeros, self.log_scale),
+                self.message,
                 self.caption,
-                widgets.HBox([self.maps_out, self.grad_out]),
+                row(self.maps_out, self.grad_out),
             ]
         )
         self.type_filter.observe(self._on_type, names="value")
         self.layer.observe(lambda ch: self._apply(layer=ch["new"]), names="value")
-        self.sample.observe(lambda ch: self._apply(sample=ch["new"]), names="value")
+        self.sample.observe(self._on_sample, names="value")
         self.order.observe(lambda ch: self._apply(order=ch["new"]), names="value")
-        self.page.observe(lambda ch: self._apply(page=ch["new"]), names="value")
+        self.page.observe(self._on_page, names="value")
         self.log_scale.observe(lambda ch: self.refresh(), names="value")
+        self.hide_zeros.observe(lambda ch: self.refresh(), names="value")
         self.target.observe(self._on_target, names="value")
         self.refresh()
 
@@ -511,31 +612,60 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         self.state.set_target(change["new"])
         self.refresh()
 
+    def _on_sample(self, change: dict[str, Any]) -> None:
+        if change["new"] == self.state.sample:
+            return
+        self._apply(sample=change["new"])
+
+    def _on_page(self, change: dict[str, Any]) -> None:
+        if change["new"] == self.state.page + 1:
+            return
+        self._apply(page=change["new"] - 1)
+
     def _apply(self, **choice: Any) -> None:
         if choice.get("layer") is None and "layer" in choice:
             return  # the Dropdown passes through None while its options are replaced
-        self.state.select(**choice)
+        try:
+            self.state.select(**choice)
+        except (IndexError, KeyError, ValueError) as exc:
+            refuse(self.message, f"refused: {exc.args[0] if exc.args else exc}")
+            self._sync_boxes()  # the boxes show what is really shown
+            return
+        refuse(self.message, "")
         self.refresh()
+
+    def _sync_boxes(self) -> None:
+        with self.hold_trait_notifications():
+            self.sample.value = self.state.sample
+            self.page.value = self.state.page + 1
+
+    def reset(self) -> LayerExplorer:
+        """Back to the opening view (default layer, sample 0, page 1, by index, zeros hidden, linear counts)."""
+        self.state.reset()
+        self.type_filter.value = "all"
+        self.layer.value = self.state.layer
+        self.order.value = "index"
+        self.hide_zeros.value = True
+        self.log_scale.value = False
+        self._sync_boxes()
+        refuse(self.message, "")
+        self.refresh()
+        return self
 
     def refresh(self) -> None:
         """Redraw both panels and the caption from the state (no model run)."""
         state = self.state
-        with self.page.hold_trait_notifications():
-            self.page.max = state.pages - 1
-            self.page.value = state.page
+        self._sync_boxes()
         self.page.disabled = state.pages == 1
         self.order.disabled = state.kind != "maps"
-        self.caption.value = f"<code>{state.caption()}</code>"
+        self.caption.value = caption_html(state.caption())
         show_png(self.maps_out, state.feature_png(), f"feature maps of {state.layer}, sample {state.sample}")
-        png = state.grad_png(log=self.log_scale.value)
-        if png is None:
-            show_text(self.grad_out, f"no gradient for {state.layer}: {state.grad_notes.get(state.layer, '')}")
-        else:
-            show_png(self.grad_out, png, f"gradient histogram of {state.layer}, sample {state.sample}")
+        png = state.grad_png(log=self.log_scale.value, hide_zeros=self.hide_zeros.value)
+        show_png(self.grad_out, png, f"gradient histogram of {state.layer}, sample {state.sample}")
 
     def static_png(self) -> bytes:
         """The current view as one PNG (the static fallback)."""
-        return figure_png(self.state.static_figure())
+        return self.state.static_png(log=self.log_scale.value, hide_zeros=self.hide_zeros.value)
 
     def __repr__(self) -> str:
         s = self.state

@@ -1,10 +1,18 @@
-"""The training monitor: activation and gradient statistics of every layer, live while a model trains.
+"""The training monitor: live feature maps, gradients and statistics of every layer while a model trains.
 
 :class:`MonitorState` wraps any training step: it starts :func:`hookviz.capture` with a
 :class:`~hookviz.summarize.StridedSample` reducer (each hook keeps a fixed sample of 256 elements), runs the
 steps, turns the samples into statistics every few steps in one vectorised pass, and keeps them in a
-bounded history. Its hooks are removed on every exit: the end of the run, :meth:`MonitorState.stop`,
-an exception or a ``KeyboardInterrupt``. :class:`TrainingMonitor` is a thin ipywidgets view over it.
+:class:`~hookviz.summarize.RunHistory` (bounded memory, always spanning step 1 to now). While a view
+is attached it also runs a fixed **probe** sample through the model a few times per second (eval mode,
+no gradient, the model's mode put back) and keeps every watched layer's output for it: the live
+feature maps. Its hooks are removed on every exit: the end of the run, :meth:`MonitorState.stop`, an
+exception or a ``KeyboardInterrupt``.
+
+Threading: the state owns its training thread (:meth:`MonitorState.start`); everything the training
+thread and a reader share (pending samples, history, probe maps, step counter) is guarded by one
+lock; "stop" and "idle" are :class:`threading.Event` objects, never polled flags.
+:class:`TrainingMonitor` is a thin ipywidgets view over it.
 """
 
 from __future__ import annotations
@@ -23,27 +31,42 @@ import torch
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
-from hookviz.capture import capture, resolve_layers
+from hookviz.capture import capture, iter_tensors, resolve_layers
 from hookviz.data import load_digits
-from hookviz.render import figure_png, monitor_figure
+from hookviz.render import (
+    feature_panel_png,
+    figure_png,
+    finite_range,
+    histogram_png,
+    join_png,
+    message_png,
+    monitor_figure,
+    stack_png,
+)
 from hookviz.summarize import (
     GRAD_LOG_RANGE,
+    Histogram,
+    RunHistory,
     StridedSample,
     abs_histograms,
+    as_numpy,
     log_histograms,
     nice_limit,
     pad_samples,
     sample_stats,
 )
-from hookviz.widgets.common import StaticFallback, show_png, show_text
+from hookviz.widgets.common import StaticFallback, caption_html, row, show_png, show_text
 
-__all__ = ["MONITOR_KEY", "MonitorState", "StepStats", "TrainingMonitor", "digits_step_fn"]
+__all__ = ["MONITOR_KEY", "PROBE_KEY", "STOP_TIMEOUT", "MonitorState", "StepStats", "TrainingMonitor", "digits_step_fn"]
 
 MONITOR_KEY = "hookviz.monitor"
+PROBE_KEY = "hookviz.monitor.probe"
 # (id(model), key) -> the monitor that last used that key on that model; a new one stops an old one
 # that is still training in the background (re-running the cell that created it).
 _LATEST: weakref.WeakValueDictionary[tuple[int, str], MonitorState] = weakref.WeakValueDictionary()
 _EMPTY = np.zeros(0, dtype=np.float32)
+_RECENT = 50  # raw steps kept for "the last few steps" panels
+STOP_TIMEOUT = 30.0  # seconds a new monitor waits for an earlier one on the same model to stop
 
 
 @dataclass
@@ -58,8 +81,10 @@ class StepStats:
     act_nonfinite: np.ndarray
     act_hist: np.ndarray  # (L, bins) counts of |activation|
     grad_abs_mean: np.ndarray
+    grad_frac_zero: np.ndarray
+    grad_zeros: np.ndarray  # exact zeros among the sampled gradient values
     grad_nonfinite: np.ndarray
-    grad_hist: np.ndarray  # (L, bins) counts of log10|gradient|
+    grad_hist: np.ndarray  # (L, bins) counts of log10|gradient| (exact zeros left out)
 
 
 def digits_step_fn(model: nn.Module, batch_size: int = 64, lr: float = 3e-3, seed: int = 0) -> Callable[[], Tensor]:
@@ -87,37 +112,27 @@ def digits_step_fn(model: nn.Module, batch_size: int = 64, lr: float = 3e-3, see
     return step
 
 
-def _tensor_of(value: Any) -> Tensor | None:
-    if isinstance(value, Tensor):
-        return value
-    if isinstance(value, (tuple, list)):
-        for v in value:
-            t = _tensor_of(v)
-            if t is not None:
-                return t
-    if isinstance(value, dict):
-        for v in value.values():
-            t = _tensor_of(v)
-            if t is not None:
-                return t
-    return None
+def _first_tensor(value: Any) -> Tensor | None:
+    return next((t for _, t in iter_tensors(value)), None)
 
 
 class MonitorState:
-    """Train with statistics: the plain-Python core of :class:`TrainingMonitor`.
+    """Train with statistics and live probe feature maps: the plain-Python core of :class:`TrainingMonitor`.
 
     Args:
         model: the model being trained.
         step_fn: one training step (forward, backward, optimiser step); returns the loss.
         layers / types: which layers to watch (as in :func:`hookviz.capture`). By default every leaf
             module that has parameters (conv, linear, norm layers), in depth order.
-        history: how many steps of statistics to keep (a bounded buffer; older steps are dropped).
+        history: points of the whole-run history (even; older points are merged pairwise when full).
         sample: elements kept per tensor per hook (a fixed strided sample; 256 keeps the hooks and the
             statistics under about a third of a bare training step of the bundled CNN).
         stats_every: turn collected samples into statistics every this many steps.
         capture_every: record every this many steps (1: every step). With more than 1 the hooks are
             attached only for the recorded steps, and the steps in between run with no hook at all.
         bins: histogram bins.
+        probe: one input sample ``(1, ...)`` whose feature maps are shown live (``None``: no live maps).
+        probe_label: its label, shown with it.
         key: hookviz capture key; a new monitor with the same key replaces the old one's hooks.
     """
 
@@ -128,15 +143,15 @@ class MonitorState:
         *,
         layers: str | list[str] | None = None,
         types: type[nn.Module] | tuple[type[nn.Module], ...] | None = None,
-        history: int = 500,
+        history: int = 512,
         sample: int = 256,
         stats_every: int = 10,
         capture_every: int = 1,
         bins: int = 40,
+        probe: Tensor | None = None,
+        probe_label: int | None = None,
         key: str = MONITOR_KEY,
     ) -> None:
-        if history < 1:
-            raise ValueError("history must be at least 1 step")
         self.model = model
         self.step_fn = step_fn
         if layers is None and types is None:
@@ -146,7 +161,8 @@ class MonitorState:
         else:
             chosen = resolve_layers(model, layers, types)
         self.layer_names = list(chosen)
-        self.history: deque[StepStats] = deque(maxlen=history)
+        self.history = RunHistory(history)
+        self.recent: deque[StepStats] = deque(maxlen=_RECENT)
         self.reducer = StridedSample(sample)
         self.stats_every = max(1, stats_every)
         self.capture_every = max(1, capture_every)
@@ -155,59 +171,107 @@ class MonitorState:
         self.step = 0
         self.act_limits: np.ndarray | None = None
         self.grad_edges = np.linspace(*GRAD_LOG_RANGE, bins + 1)
+        self.probe = None if probe is None else probe.detach()
+        self.probe_label = probe_label
+        self.probe_maps: dict[str, np.ndarray] = {}
+        self.probe_step: int | None = None
+        self.probe_note = ""
         self.train_seconds = 0.0
-        self.draw_seconds = 0.0
-        self.draws = 0
+        self.updates = 0
         self.last_error: str | None = None
+        self.thread: threading.Thread | None = None
+        self._nonfinite = {"activations": 0, "gradients": 0}
         self._pending: list[tuple[int, float, list[Tensor], list[Tensor]]] = []
+        self._lock = threading.RLock()  # guards everything the training thread and readers share
         self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._running = False
+        self._idle = threading.Event()  # set while no run() is executing
+        self._idle.set()
+        self._looping = False
         previous = _LATEST.get((id(model), key))
         if previous is not None and previous is not self and previous.running:
             previous.stop()  # its loop ends after the current step and removes its hooks
-            previous.wait(timeout=30)
+            if not previous.wait(timeout=STOP_TIMEOUT):
+                raise RuntimeError(
+                    f"the earlier monitor on this {type(model).__name__} (key {key!r}) is still training "
+                    f"{STOP_TIMEOUT:g} s "
+                    "after it was asked to stop (a very slow step?); its hooks would collide with this "
+                    "monitor's. Wait for it, or pass another key="
+                )
         _LATEST[(id(model), key)] = self
 
     # ------------------------------------------------------------------------------- running
     @property
     def running(self) -> bool:
-        """True while :meth:`run` is executing (in this or another thread)."""
-        return self._running
+        """True while the training loop of :meth:`run` is executing (in this or another thread)."""
+        return self._looping
 
     def stop(self) -> None:
         """Ask a running :meth:`run` to finish after the current step (its hooks are then removed)."""
         self._stop.set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until no :meth:`run` is executing; ``False`` if still running after ``timeout`` seconds."""
-        deadline = None if timeout is None else time.perf_counter() + timeout
-        while self._running:
-            if deadline is not None and time.perf_counter() > deadline:
-                return False
-            time.sleep(0.01)
-        return True
+        """Wait until :meth:`run` has returned (its last update drawn); ``False`` if not within ``timeout`` s."""
+        return self._idle.wait(timeout)
 
-    def run(
-        self,
-        steps: int,
-        on_update: Callable[[MonitorState], None] | None = None,
-        every: int = 25,
-        min_interval: float = 0.5,
-    ) -> MonitorState:
-        """Train ``steps`` more steps (or until :meth:`stop`), calling ``on_update`` now and then.
+    def start(
+        self, steps: int, on_update: Callable[[MonitorState], None] | None = None, interval: float = 0.2
+    ) -> threading.Thread:
+        """Train ``steps`` more steps in a background thread owned by this state; returns the thread.
 
-        ``on_update`` (a redraw) is throttled: at most every ``every`` steps, at least
-        ``min_interval`` seconds apart, and never more often than four times its own duration, so
-        drawing stays under about a fifth of the time. It is called once more at the end.
+        An error in the thread is kept in :attr:`last_error` and reported through one last
+        ``on_update`` (a background thread has no cell to raise into).
         """
-        if self._running:
+        with self._lock:
+            self._claim()
+            self.last_error = None
+            self.thread = threading.Thread(
+                target=self._run_claimed, args=(steps, on_update, interval, True), name="hookviz-monitor", daemon=True
+            )
+            self.thread.start()
+            return self.thread
+
+    def _claim(self) -> None:
+        if not self._idle.is_set():
             raise RuntimeError("this monitor is already running; call stop() first")
         self._stop.clear()
-        self._running = True
+        self._idle.clear()
+        self._looping = True
+
+    def run(
+        self, steps: int, on_update: Callable[[MonitorState], None] | None = None, interval: float = 0.2
+    ) -> MonitorState:
+        """Train ``steps`` more steps here (or until :meth:`stop`), calling ``on_update`` as it goes.
+
+        With ``on_update`` (a view), every ``interval`` seconds of wall time the probe sample is run
+        through the model and ``on_update(state)`` is called; once more at the end. Without it the
+        run is "headless": no probe and no drawing.
+        """
+        with self._lock:
+            self._claim()
+        self._run_claimed(steps, on_update, interval, False)
+        return self
+
+    def _run_claimed(
+        self, steps: int, on_update: Callable[[MonitorState], None] | None, interval: float, keep_errors: bool
+    ) -> None:
+        try:
+            try:
+                self._loop(steps, on_update, interval)
+            except Exception as exc:
+                if not keep_errors:
+                    raise
+                self.last_error = f"{type(exc).__name__}: {exc}"
+            finally:
+                self._looping = False
+            if on_update is not None:
+                self._update(on_update)
+        finally:
+            self._idle.set()
+
+    def _loop(self, steps: int, on_update: Callable[[MonitorState], None] | None, interval: float) -> None:
         cap = capture(self.model, self.layer_names, key=self.key, reduce=self.reducer)
-        last_draw_step, last_draw_end, last_draw_cost = self.step, time.perf_counter(), 0.0
         always = self.capture_every == 1
+        last_update = time.perf_counter()
         try:
             if always:
                 cap.start()
@@ -225,50 +289,74 @@ class MonitorState:
                     self._collect(cap, loss)
                     cap.clear()
                 else:
-                    self.step += 1
-                if len(self._pending) >= self.stats_every:
-                    self._flush()
-                self.train_seconds += time.perf_counter() - t0
+                    with self._lock:
+                        self.step += 1
+                with self._lock:
+                    if len(self._pending) >= self.stats_every:
+                        self._flush()
                 now = time.perf_counter()
-                if (
-                    on_update is not None
-                    and self.step - last_draw_step >= every
-                    and now - last_draw_end >= max(min_interval, 4 * last_draw_cost)
-                ):
-                    last_draw_cost = self._draw(on_update)
-                    last_draw_step, last_draw_end = self.step, time.perf_counter()
+                self.train_seconds += now - t0
+                if on_update is not None and now - last_update >= interval:
+                    last_update = now
+                    self._update(on_update)
         finally:
             cap.stop()  # hooks go on every exit path: end, stop(), exception, KeyboardInterrupt
-            self._flush()
-            self._running = False
-        if on_update is not None:
-            self._draw(on_update)
-        return self
+            with self._lock:
+                self._flush()
 
-    def _draw(self, on_update: Callable[[MonitorState], None]) -> float:
-        self._flush()
-        t0 = time.perf_counter()
+    def _update(self, on_update: Callable[[MonitorState], None]) -> None:
+        # The training capture may still be on: the probe's (gradient-free) call lands in its records
+        # before the next step's call, and _collect reads each layer's last call, so it never mixes in.
+        if self.probe is not None:
+            self.run_probe()
         on_update(self)
-        cost = time.perf_counter() - t0
-        self.draw_seconds += cost
-        self.draws += 1
-        return cost
+        self.updates += 1
+
+    def run_probe(self) -> dict[str, np.ndarray]:
+        """Run the probe sample through the model now and keep every watched layer's output for it.
+
+        Eval mode (BatchNorm uses its running statistics and does not update them), no gradient; the
+        model's own mode is put back. Returns ``{layer: output for the probe}``.
+        """
+        if self.probe is None:
+            return {}
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad(), capture(self.model, self.layer_names, key=PROBE_KEY, grads=False) as cap:
+                self.model(self.probe)
+        except Exception as exc:  # a probe that does not fit the model must not stop training
+            self.probe_note = f"probe failed: {type(exc).__name__}: {exc}"
+            self.probe = None
+            return {}
+        finally:
+            self.model.train(was_training)
+        maps = {}
+        for name in self.layer_names:
+            record = cap.records[name]
+            tensor = _first_tensor(record.activations[-1]) if record.activations else None
+            if tensor is not None and tensor.ndim >= 1 and len(tensor) == 1:
+                maps[name] = as_numpy(tensor[0])
+        with self._lock:
+            self.probe_maps, self.probe_step = maps, self.step
+        return maps
 
     def _collect(self, cap: Any, loss: Any) -> None:
         acts, grads = [], []
         for name in self.layer_names:
             record = cap.records[name]
-            act = _tensor_of(record.activations[-1]) if record.activations else None
-            grad = _tensor_of(record.gradients[-1]) if record.gradients else None
+            act = _first_tensor(record.activations[-1]) if record.activations else None
+            grad = _first_tensor(record.gradients[-1]) if record.gradients else None
             acts.append(_EMPTY if act is None else act)
             grads.append(_EMPTY if grad is None else grad)
         value = float(loss.detach()) if isinstance(loss, Tensor) else float(loss) if loss is not None else np.nan
-        self.step += 1
-        self._pending.append((self.step, value, acts, grads))
+        with self._lock:
+            self.step += 1
+            self._pending.append((self.step, value, acts, grads))
 
     def _flush(self) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, []
+        """Turn pending samples into statistics (call with the lock held: steps stay in order)."""
+        pending, self._pending = self._pending, []
         if not pending:
             return
         n_layers = len(self.layer_names)
@@ -286,60 +374,76 @@ class MonitorState:
             return values[i * n_layers : (i + 1) * n_layers].astype(np.float32)
 
         for i, (step, loss, _, _) in enumerate(pending):
+            stats = StepStats(
+                step=step,
+                loss=loss,
+                act_mean=rows(act["mean"], i),
+                act_std=rows(act["std"], i),
+                act_frac_zero=rows(act["frac_zero"], i),
+                act_nonfinite=rows(act["nan"] + act["inf"], i),
+                act_hist=rows(act_hist, i),
+                grad_abs_mean=rows(grad["abs_mean"], i),
+                grad_frac_zero=rows(grad["frac_zero"], i),
+                grad_zeros=rows(np.nan_to_num(grad["frac_zero"]) * grad["n"], i),
+                grad_nonfinite=rows(grad["nan"] + grad["inf"], i),
+                grad_hist=rows(grad_hist, i),
+            )
+            self.recent.append(stats)
+            self._nonfinite["activations"] += int(stats.act_nonfinite.sum())
+            self._nonfinite["gradients"] += int(stats.grad_nonfinite.sum())
             self.history.append(
-                StepStats(
-                    step=step,
-                    loss=loss,
-                    act_mean=rows(act["mean"], i),
-                    act_std=rows(act["std"], i),
-                    act_frac_zero=rows(act["frac_zero"], i),
-                    act_nonfinite=rows(act["nan"] + act["inf"], i),
-                    act_hist=rows(act_hist, i),
-                    grad_abs_mean=rows(grad["abs_mean"], i),
-                    grad_nonfinite=rows(grad["nan"] + grad["inf"], i),
-                    grad_hist=rows(grad_hist, i),
-                )
+                step,
+                {
+                    "loss": loss,
+                    "act_mean": stats.act_mean,
+                    "act_std": stats.act_std,
+                    "act_frac_zero": stats.act_frac_zero,
+                    "act_hist": stats.act_hist,
+                    "grad_abs_mean": stats.grad_abs_mean,
+                },
             )
 
     # ------------------------------------------------------------------------------- reading
     def _series(self, field: str) -> np.ndarray:
-        self._flush()
-        if not self.history:
-            return np.zeros((0, len(self.layer_names)), dtype=np.float32)
-        return np.stack([getattr(s, field) for s in self.history])
+        with self._lock:
+            self._flush()
+            if not len(self.history):
+                return np.zeros((0, len(self.layer_names)), dtype=np.float64)
+            return self.history.series(field)
 
     def steps(self) -> np.ndarray:
-        """Step numbers held in the history (the last ``history`` steps)."""
-        self._flush()
-        return np.array([s.step for s in self.history], dtype=np.int64)
+        """The last step of each history point: always from the start of the run to now."""
+        with self._lock:
+            self._flush()
+            return self.history.steps()
 
     def losses(self) -> np.ndarray:
-        """Loss of each step in the history."""
-        self._flush()
-        return np.array([s.loss for s in self.history], dtype=np.float64)
+        """Loss of each history point (the mean over the steps the point covers)."""
+        with self._lock:
+            self._flush()
+            return self.history.series("loss") if len(self.history) else np.zeros(0)
 
     def act_mean(self) -> np.ndarray:
-        """``(steps, layers)`` mean activation (over the sampled elements)."""
+        """``(points, layers)`` mean activation (over the sampled elements)."""
         return self._series("act_mean")
 
     def act_std(self) -> np.ndarray:
-        """``(steps, layers)`` activation standard deviation."""
+        """``(points, layers)`` activation standard deviation."""
         return self._series("act_std")
 
     def act_frac_zero(self) -> np.ndarray:
-        """``(steps, layers)`` fraction of activations that are exactly zero (dead ReLUs)."""
+        """``(points, layers)`` fraction of activations that are exactly zero (dead ReLUs)."""
         return self._series("act_frac_zero")
 
     def grad_abs_mean(self) -> np.ndarray:
-        """``(steps, layers)`` mean |gradient| with respect to each layer's output."""
+        """``(points, layers)`` mean |gradient| with respect to each layer's output."""
         return self._series("grad_abs_mean")
 
     def nonfinite(self) -> dict[str, int]:
-        """NaN + Inf counts seen in the samples of the history, activations and gradients."""
-        return {
-            "activations": int(self._series("act_nonfinite").sum()),
-            "gradients": int(self._series("grad_nonfinite").sum()),
-        }
+        """NaN + Inf counts seen in the samples of the whole run, activations and gradients."""
+        with self._lock:
+            self._flush()
+            return dict(self._nonfinite)
 
     def _index(self, layer: str) -> int:
         try:
@@ -348,18 +452,49 @@ class MonitorState:
             raise KeyError(f"layer {layer!r} is not monitored (monitored: {self.layer_names})") from None
 
     def colorful_dimension(self, layer: str) -> np.ndarray:
-        """``(steps, bins)`` histograms of |activation| of ``layer`` over steps (fastai's colourful dimension)."""
-        return self._series("act_hist")[:, self._index(layer)] if self.history else np.zeros((0, self.bins))
+        """``(points, bins)`` histograms of |activation| of ``layer`` over the run (fastai's colourful dimension)."""
+        series = self._series("act_hist")
+        return series[:, self._index(layer)] if len(series) else np.zeros((0, self.bins))
+
+    def _recent(self, last: int) -> list[StepStats]:
+        with self._lock:
+            self._flush()
+            return list(self.recent)[-last:]
 
     def grad_histogram(self, layer: str, last: int = 10) -> np.ndarray:
         """Histogram of log10|gradient| of ``layer``, summed over the last ``last`` steps (see ``grad_edges``)."""
-        series = self._series("grad_hist")
-        return series[-last:, self._index(layer)].sum(axis=0) if len(series) else np.zeros(self.bins)
+        i = self._index(layer)
+        recent = self._recent(last)
+        return np.sum([s.grad_hist[i] for s in recent], axis=0) if recent else np.zeros(self.bins)
+
+    def grad_zero_fraction(self, layer: str, last: int = 10) -> float | None:
+        """Share of exact zeros in ``layer``'s sampled output gradient over the last ``last`` steps."""
+        i = self._index(layer)
+        recent = self._recent(last)
+        return float(np.mean([s.grad_frac_zero[i] for s in recent])) if recent else None
 
     def grad_by_depth(self, last: int = 10) -> np.ndarray:
         """Mean |gradient| of each monitored layer (input side first), averaged over the last ``last`` steps."""
-        series = self.grad_abs_mean()
-        return series[-last:].mean(axis=0) if len(series) else np.full(len(self.layer_names), np.nan)
+        recent = self._recent(last)
+        if not recent:
+            return np.full(len(self.layer_names), np.nan)
+        return np.mean([s.grad_abs_mean for s in recent], axis=0)
+
+    def probe_layers(self) -> list[str]:
+        """Watched layers whose output for the probe is known."""
+        with self._lock:
+            return [n for n in self.layer_names if n in self.probe_maps]
+
+    def default_live_layer(self) -> str:
+        """The first watched layer whose probe output has maps of at least 8 x 8 pixels (else the last layer)."""
+        if self.probe is not None and not self.probe_maps:
+            self.run_probe()
+        with self._lock:
+            for name in self.layer_names:
+                maps = self.probe_maps.get(name)
+                if maps is not None and maps.ndim >= 3 and min(maps.shape[-2:]) >= 8:
+                    return name
+        return self.layer_names[-1]
 
     def summary(self) -> str:
         """A few deterministic lines: steps, loss at the start and end, gradient size by depth."""
@@ -368,50 +503,97 @@ class MonitorState:
             return f"no steps yet; watching {len(self.layer_names)} layers: {', '.join(self.layer_names)}"
         depth = self.grad_by_depth()
         lines = [
-            f"steps {int(self.steps()[0])}-{self.step} kept of {self.step} (history {self.history.maxlen})",
-            f"loss: first {losses[0]:.3f}, last {losses[-1]:.3f}",
+            f"steps 1-{self.step} in {len(self.history)} points of {self.history.width} step(s) "
+            f"(at most {self.history.capacity} points)",
+            f"loss: first point {losses[0]:.3f}, last {losses[-1]:.3f}",
             "mean |grad| by depth: " + ", ".join(f"{n}={v:.1e}" for n, v in zip(self.layer_names, depth, strict=True)),
         ]
         return "\n".join(lines)
 
-    def figure(self, selected: str | None = None, fig: Figure | None = None) -> Figure:
-        """The dashboard as a matplotlib figure (loss, activation stats, colourful dimension, gradients)."""
-        fig = fig if fig is not None else Figure(figsize=(10, 5), dpi=72)
-        selected = selected or self.layer_names[-1]
-        steps = self.steps()
-        if not len(steps):
-            fig.clear()
-            fig.text(0.5, 0.5, "no steps yet", ha="center")
-            return fig
-        monitor_figure(
-            fig,
-            steps,
-            self.losses(),
-            self.layer_names,
-            self.act_mean(),
-            self.act_std(),
-            self.colorful_dimension(selected),
-            float(self.act_limits[self._index(selected)]) if self.act_limits is not None else 1.0,
-            self.grad_histogram(selected),
-            self.grad_edges,
-            self.grad_by_depth(),
-            selected,
+    # ------------------------------------------------------------------------------- pictures
+    def live_png(self, layer: str | None = None) -> bytes:
+        """The live panel: the probe input and ``layer``'s feature maps for it (fixed size, Pillow)."""
+        layer = layer or self.layer_names[-1]
+        with self._lock:
+            maps, step = self.probe_maps.get(layer), self.probe_step
+        if maps is None:
+            why = self.probe_note or (
+                "no probe sample: pass probe=..." if self.probe is None else "press Train: maps appear while it trains"
+            )
+            return message_png(f"feature maps of {layer}: {why}", size=(430, 290))
+        image = self.probe[0].float().numpy() if self.probe is not None and self.probe[0].ndim >= 2 else None
+        caption = "" if self.probe_label is None else f"label {self.probe_label}"
+        title = f"{layer} at step {step}"
+        if maps.ndim >= 2:
+            tiles = maps.reshape(-1, *maps.shape[-2:])
+            return feature_panel_png(
+                tiles, [str(c) for c in range(len(tiles))], title=title, image=image, image_caption=caption
+            )
+        lo, hi = finite_range(maps)
+        return feature_panel_png(
+            maps.reshape(-1),
+            vmin=lo,
+            vmax=hi,
+            title=f"{title} (cell = output index)",
+            image=image,
+            image_caption=caption,
         )
-        return fig
+
+    def live_grad_png(self, layer: str | None = None, last: int = 10) -> bytes:
+        """The live gradient panel: log10|gradient| of ``layer``'s output over the last steps, zeros counted."""
+        layer = layer or self.layer_names[-1]
+        recent = self._recent(last)
+        if not recent:
+            return message_png(f"gradient of {layer}: no steps yet", size=(300, 210))
+        i = self._index(layer)
+        counts = np.sum([s.grad_hist[i] for s in recent], axis=0).astype(np.int64)
+        nonfinite = int(sum(s.grad_nonfinite[i] for s in recent))
+        zeros = int(round(sum(float(s.grad_zeros[i]) for s in recent)))
+        total = int(counts.sum()) + zeros + nonfinite
+        hist = Histogram(counts, self.grad_edges, total, nonfinite, 0, zeros)
+        return histogram_png(hist, title=f"log10 |grad| of {layer}, last {len(recent)} steps", x_label="log10")
+
+    def figure(self, selected: str | None = None, fig: Figure | None = None) -> Figure:
+        """The charts as a matplotlib figure (loss, gradient by layer, activation stats, colourful dimension)."""
+        fig = fig if fig is not None else Figure(figsize=(9, 7.6), dpi=72)
+        selected = selected or self.layer_names[-1]
+        with self._lock:
+            self._flush()
+            steps = self.history.steps()
+            limit = float(self.act_limits[self._index(selected)]) if self.act_limits is not None else 1.0
+            return monitor_figure(
+                fig,
+                steps,
+                self.losses(),
+                self.layer_names,
+                self.act_mean(),
+                self.act_std(),
+                self.colorful_dimension(selected),
+                limit,
+                self.grad_histogram(selected),
+                self.grad_edges,
+                self.grad_by_depth(),
+                selected,
+                self.grad_zero_fraction(selected),
+                self.history.width,
+            )
 
     def __repr__(self) -> str:
         return (
             f"MonitorState(step={self.step}, layers={len(self.layer_names)}, "
-            f"history={len(self.history)}/{self.history.maxlen}, running={self._running})"
+            f"history={len(self.history)}/{self.history.capacity}, running={self.running})"
         )
 
 
 class TrainingMonitor(StaticFallback, widgets.VBox):
-    """Live training dashboard: Train / Stop buttons, a layer picker and six throttled panels.
+    """Live training dashboard: Train / Stop, a layer picker, live feature maps of a probe digit, charts.
 
     ``monitor.run(300)`` trains in the foreground (the cell blocks; interrupt the kernel to stop:
     hooks are removed and the history is kept). The **Train** button trains ``steps`` more steps in a
-    background thread, so **Stop** works while it runs. The state is at ``monitor.state``.
+    background thread owned by the state, so **Stop** and the layer picker work while it runs; Train
+    again continues where it stopped. The live row (the probe digit, the chosen layer's feature maps
+    for it and that layer's gradient histogram) refreshes several times a second; the charts below
+    every few seconds (they cost more to draw) and at the end. The state is at ``monitor.state``.
     """
 
     def __init__(
@@ -420,77 +602,150 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
         step_fn: Callable[[], Any] | None = None,
         *,
         steps: int = 100,
-        every: int = 25,
-        min_interval: float = 0.5,
+        interval: float = 0.2,
+        charts_every: float = 3.0,
         **kwargs: Any,
     ) -> None:
         state = kwargs.pop("state", None)
         if state is None:
             if model is None:
                 raise ValueError("pass a model (and a step_fn, or it trains on the bundled digits)")
+            if step_fn is None and "probe" not in kwargs:
+                images, labels = load_digits("test")
+                kwargs["probe"], kwargs["probe_label"] = images[:1], int(labels[0])
             state = MonitorState(model, step_fn or digits_step_fn(model), **kwargs)
         self.state = state
-        self.every = every
-        self.min_interval = min_interval
-        self._thread: threading.Thread | None = None
-        self._fig = Figure(figsize=(10, 5), dpi=72)
-        self.steps = widgets.BoundedIntText(
-            value=steps, min=1, max=100_000, description="steps", layout={"width": "170px"}
+        self.interval = interval
+        self.charts_every = charts_every
+        self._fig = Figure(figsize=(9, 7.6), dpi=72)
+        self._draw_lock = threading.Lock()  # one live-row drawing at a time
+        self._chart_lock = threading.Lock()  # one chart drawing at a time
+        self._chart_thread: threading.Thread | None = None
+        self._last_charts = 0.0
+        self._chart_cost = 0.0
+        self.steps = widgets.IntText(value=steps, description="steps", layout={"width": "150px"})
+        self.steps.style.description_width = "40px"
+        self.train_button = widgets.Button(
+            description="Train", icon="play", button_style="success", layout={"width": "90px"}
         )
-        self.train_button = widgets.Button(description="Train", icon="play", button_style="success")
-        self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="danger", disabled=True)
-        self.layer = widgets.Dropdown(options=state.layer_names, value=state.layer_names[-1], description="layer")
-        self.status = widgets.Label()
-        self.out = widgets.Output()
+        self.stop_button = widgets.Button(
+            description="Stop", icon="stop", button_style="danger", disabled=True, layout={"width": "90px"}
+        )
+        self.layer = widgets.Dropdown(
+            options=state.layer_names,
+            value=state.default_live_layer(),
+            description="layer",
+            layout={"width": "230px"},
+        )
+        self.layer.style.description_width = "40px"
+        self.status = widgets.HTML()
+        self.message = widgets.HTML()
+        # Image widgets, not Outputs: a new picture travels as a binary buffer and only the <img> changes
+        # in the page (an Output would rebuild its output area several times a second).
+        self.live_img = widgets.Image(format="png", layout={"height": "290px", "width": "430px"})
+        self.grad_img = widgets.Image(format="png", layout={"height": "210px", "width": "300px"})
+        self.out = widgets.Output(layout={"min_height": "548px"})
         super().__init__(
-            [widgets.HBox([self.steps, self.train_button, self.stop_button, self.layer]), self.status, self.out]
+            [
+                row(self.steps, self.train_button, self.stop_button, self.layer),
+                self.status,
+                self.message,
+                row(self.live_img, self.grad_img),
+                self.out,
+            ]
         )
-        self.train_button.on_click(lambda _: self.start(self.steps.value))
+        self.add_class("hookviz-monitor")  # CSS hooks for the browser test and for styling
+        self.live_img.add_class("hookviz-live")
+        self.status.add_class("hookviz-status")
+        self.train_button.on_click(lambda _: self._on_train())
         self.stop_button.on_click(lambda _: self.stop())
-        self.layer.observe(lambda _: self.redraw(), names="value")
-        self.redraw()
+        self.layer.observe(lambda _: self.redraw(charts=True), names="value")
+        self.redraw(charts=True)
 
     def _status(self) -> str:
-        losses = self.state.losses()
+        s = self.state
+        losses = s.losses()
         loss = f"loss {losses[-1]:.4f}" if len(losses) else "no steps yet"
-        what = "training…" if self.state.running else "stopped"
-        return f"step {self.state.step} · {loss} · {what}"
+        if s.last_error:
+            what = f"stopped by an error: {s.last_error}"
+        else:
+            what = "training…" if s.running else "stopped"
+        return caption_html(f"step {s.step} · {loss} · {what}")
 
-    def redraw(self, state: MonitorState | None = None) -> None:
-        """Draw the dashboard from the state (called by the throttled training loop)."""
-        self.status.value = self._status()
-        if not len(self.state.steps()):
-            show_text(self.out, "no steps yet: press Train, or call monitor.run(steps)")
-            return
-        self.state.figure(self.layer.value, self._fig)
-        show_png(self.out, figure_png(self._fig), f"training monitor at step {self.state.step}")
+    def redraw(self, state: MonitorState | None = None, charts: bool | None = None) -> None:
+        """Draw the live row now, and the charts when due (``charts=None``: every few seconds while training).
+
+        Called from the training thread and from the layer picker. The live row is cheap (a few ms,
+        Pillow); the charts (matplotlib) are drawn in a helper thread while training runs, so that a
+        slow chart never holds up the live row, and at most ten times their own cost apart.
+        """
+        s = self.state
+        layer = self.layer.value
+        with self._draw_lock:
+            self.status.value = self._status()
+            self.live_img.value = s.live_png(layer)
+            self.grad_img.value = s.live_grad_png(layer)
+        now = time.perf_counter()
+        if charts or not s.running:
+            self._wait_charts()
+            self._draw_charts(layer)
+        elif charts is None and now - self._last_charts >= max(self.charts_every, 10 * self._chart_cost):
+            if self._chart_thread is None or not self._chart_thread.is_alive():
+                self._last_charts = now
+                self._chart_thread = threading.Thread(
+                    target=self._draw_charts, args=(layer,), name="hookviz-monitor-charts", daemon=True
+                )
+                self._chart_thread.start()
+
+    def _wait_charts(self) -> None:
+        thread = self._chart_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _draw_charts(self, layer: str) -> None:
+        with self._chart_lock:
+            s = self.state
+            if not len(s.steps()):
+                show_text(self.out, "no steps yet: press Train, or call monitor.run(steps)")
+                return
+            t0 = time.perf_counter()
+            s.figure(layer, self._fig)
+            show_png(self.out, figure_png(self._fig), f"training monitor at step {s.step}")
+            self._chart_cost = time.perf_counter() - t0
+            self._last_charts = time.perf_counter()
 
     def run(self, steps: int) -> TrainingMonitor:
-        """Train ``steps`` steps in the foreground, redrawing live (throttled)."""
+        """Train ``steps`` steps in the foreground, redrawing live."""
         self._set_running(True)
         try:
-            self.state.run(steps, on_update=self.redraw, every=self.every, min_interval=self.min_interval)
+            self.state.run(steps, on_update=self.redraw, interval=self.interval)
         finally:
             self._set_running(False)
             self.status.value = self._status()
         return self
 
+    def _on_train(self) -> None:
+        steps = self.steps.value
+        if not isinstance(steps, int) or not 1 <= steps <= 1_000_000:
+            self.message.value = caption_html(f"steps must be a whole number from 1 to 1000000, not {steps!r}")
+            return
+        self.message.value = ""
+        self.start(steps)
+
     def start(self, steps: int) -> threading.Thread:
-        """Train ``steps`` more steps in a background thread (Stop works meanwhile); returns the thread."""
-        if self._thread is not None and self._thread.is_alive():
-            raise RuntimeError("already training; press Stop first")
+        """Train ``steps`` more steps in the state's background thread (Stop works meanwhile)."""
 
-        def work() -> None:
-            try:
-                self.run(steps)
-            except Exception as exc:  # shown in the widget: a background thread has no cell to raise into
-                self.state.last_error = f"{type(exc).__name__}: {exc}"
-                self.status.value = f"stopped by an error: {self.state.last_error}"
+        def update(state: MonitorState) -> None:
+            self.redraw(state)
+            if not state.running:
+                self._set_running(False)
 
-        self._thread = threading.Thread(target=work, name="hookviz-monitor", daemon=True)
         self._set_running(True)
-        self._thread.start()
-        return self._thread
+        try:
+            return self.state.start(steps, on_update=update, interval=self.interval)
+        except Exception:
+            self._set_running(False)
+            raise
 
     def stop(self) -> None:
         """Stop training after the current step; the hooks are removed when the loop ends."""
@@ -499,13 +754,18 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
     def _set_running(self, running: bool) -> None:
         self.train_button.disabled = running
         self.stop_button.disabled = not running
+        self.steps.disabled = running
 
     def static_png(self) -> bytes:
-        """The dashboard as one PNG (the static fallback)."""
-        return figure_png(self.state.figure(self.layer.value))
+        """The live row above the charts, as one PNG (the static fallback)."""
+        live = join_png([self.state.live_png(self.layer.value), self.state.live_grad_png(self.layer.value)])
+        if not len(self.state.steps()):
+            return live
+        return stack_png([live, figure_png(self.state.figure(self.layer.value))])
 
     def __repr__(self) -> str:
         s = self.state
         return (
-            f"TrainingMonitor(step={s.step}, layers={len(s.layer_names)}, history={len(s.history)}/{s.history.maxlen})"
+            f"TrainingMonitor(step={s.step}, layers={len(s.layer_names)}, "
+            f"history={len(s.history)}/{s.history.capacity})"
         )

@@ -6,9 +6,10 @@ post-accumulate-grad hooks on every parameter, and global module hooks), runs on
 backward pass, records the order in which they fire, and removes every hook it added on every exit
 path. :class:`HookTimeline` shows the events as a filterable chart and table.
 
-Module hooks go through :func:`hookviz.register` under fixed keys (so re-running the cell replaces
-them); tensor, post-accumulate-grad and global hooks have no keyed registry in
-:mod:`hookviz.capture`, so their handles are kept here and removed in a ``finally`` block.
+Every hook is registered through one :class:`hookviz.capture.HookGroup` that owns its handles
+(held under a fixed key on the model, so re-running the cell replaces them) and removes exactly them
+on every exit path. The user's model is left as found: the parameters' ``.grad`` (the backward pass
+writes them) and the training mode are put back afterwards.
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
 from torch import Tensor, nn
-from torch.nn.modules import module as module_mod
 
-from hookviz.capture import register, remove_key
+from hookviz.capture import HookGroup
+from hookviz.catalogue import HOOK_KINDS as CATALOGUE
 from hookviz.render import figure_png, timeline_figure
-from hookviz.widgets.common import StaticFallback, show_html, show_png
+from hookviz.text import text_table
+from hookviz.widgets.common import StaticFallback, row, show_html, show_png
 
 __all__ = ["HOOK_KINDS", "HookEvent", "HookTimeline", "TimelineState", "small_model"]
 
-# Lanes of the chart, in the order a reader meets them.
+# The kinds the timeline attaches (hookviz.catalogue names), in the order a reader meets them.
 HOOK_KINDS = (
     "global_forward_pre",
     "forward_pre",
@@ -43,13 +45,10 @@ HOOK_KINDS = (
     "backward",
     "post_accumulate_grad",
 )
+assert all(k in CATALOGUE for k in HOOK_KINDS), "timeline kinds must be catalogue kinds"
 TIMELINE_KEY = "hookviz.timeline"
-_MODULE_KINDS = {
-    "forward_pre": "forward_pre",
-    "forward": "forward",
-    "backward_pre": "full_backward_pre",
-    "backward": "full_backward",
-}
+_MODULE_KINDS = ("forward_pre", "forward", "backward_pre", "backward")
+_GLOBAL_KINDS = ("global_forward_pre", "global_forward", "global_backward_pre", "global_backward")
 
 
 @dataclass(frozen=True)
@@ -77,10 +76,14 @@ class TimelineState:
 
     Args:
         model: the model (default :func:`small_model`). Keep it small: every hook fires once per module.
+            It is left as found: ``.grad`` of every parameter and the training mode are restored.
         inputs: a batch; default ``torch.randn(2, 3)`` with a fixed seed.
         loss_fn: turns the model's output into a scalar (default: ``output.pow(2).mean()``).
         global_hooks: also attach the global module hooks (they fire for *every* module in the process
             while attached, which is why they are removed right after the pass).
+        input_requires_grad: feed a copy of the input that requires grad (default), as the output of an
+            earlier layer would; ``False`` feeds raw data, as a network's first layer gets it (the first
+            module's full backward hook then fires before its weight's hooks).
     """
 
     def __init__(
@@ -90,6 +93,7 @@ class TimelineState:
         *,
         loss_fn: Callable[[Tensor], Tensor] | None = None,
         global_hooks: bool = True,
+        input_requires_grad: bool = True,
     ) -> None:
         self.model = model if model is not None else small_model()
         if inputs is None:
@@ -97,6 +101,7 @@ class TimelineState:
         self.inputs = inputs
         self.loss_fn = loss_fn or (lambda out: out.pow(2).mean())
         self.global_hooks = global_hooks
+        self.input_requires_grad = input_requires_grad
         self.events: list[HookEvent] = []
         self._phase = "setup"
         self.run()
@@ -108,61 +113,62 @@ class TimelineState:
         self.events.append(HookEvent(len(self.events) + 1, self._phase, kind, where))
 
     def run(self) -> list[HookEvent]:
-        """Attach every hook, run forward and backward once, detach everything; return the events."""
+        """Attach every hook, run forward and backward once, detach everything; return the events.
+
+        The parameters' ``.grad`` are set aside before the pass (so accumulation starts from nothing,
+        as in a first step) and put back afterwards; the training mode is put back too.
+        """
         self.events = []
         names = self._names()
         model = self.model
-        handles: list[Any] = []
-        keys: list[tuple[nn.Module, str]] = []
-        model.zero_grad(set_to_none=True)
+        saved_grads = [(p, p.grad) for p in model.parameters()]
+        was_training = model.training
         try:
-            for module, where in names.items():
-                for kind, torch_kind in _MODULE_KINDS.items():
-                    key = f"{TIMELINE_KEY}.{kind}"
+            for p, _ in saved_grads:
+                p.grad = None
+            with HookGroup(model, key=TIMELINE_KEY) as hooks:
+                for module, where in names.items():
+                    for kind in _MODULE_KINDS:
 
-                    def hook(*args: Any, _kind: str = kind, _where: str = where) -> None:
-                        self._log(_kind, _where)
+                        def hook(*args: Any, _kind: str = kind, _where: str = where) -> None:
+                            self._log(_kind, _where)
 
-                    register(module, torch_kind, hook, key=key)
-                    keys.append((module, key))
-            for pname, param in model.named_parameters():
-                if param.requires_grad:
-                    handles.append(
-                        param.register_post_accumulate_grad_hook(
-                            lambda p, _w=f"param:{pname}": self._log("post_accumulate_grad", _w)
+                        hooks.register(module, kind, hook)
+                for pname, param in model.named_parameters():
+                    if param.requires_grad:
+                        hooks.register(
+                            param,
+                            "post_accumulate_grad",
+                            lambda p, _w=f"param:{pname}": self._log("post_accumulate_grad", _w),
                         )
-                    )
-            if self.global_hooks:
+                if self.global_hooks:
 
-                def global_hook(kind: str) -> Callable[..., None]:
-                    def hook(module: nn.Module, *args: Any) -> None:
-                        if module in names:  # only this model's modules
-                            self._log(kind, names[module])
+                    def global_hook(kind: str) -> Callable[..., None]:
+                        def hook(module: nn.Module, *args: Any) -> None:
+                            if module in names:  # only this model's modules
+                                self._log(kind, names[module])
 
-                    return hook
+                        return hook
 
-                handles += [
-                    module_mod.register_module_forward_pre_hook(global_hook("global_forward_pre")),
-                    module_mod.register_module_forward_hook(global_hook("global_forward")),
-                    module_mod.register_module_full_backward_pre_hook(global_hook("global_backward_pre")),
-                    module_mod.register_module_full_backward_hook(global_hook("global_backward")),
-                ]
-            x = self.inputs.detach().clone().requires_grad_(True)
-            handles.append(x.register_hook(lambda g: self._log("tensor", "input x")))
-            self._phase = "forward"
-            out = model(x)
-            if isinstance(out, Tensor) and out.requires_grad:
-                handles.append(out.register_hook(lambda g: self._log("tensor", "model output")))
-            loss = self.loss_fn(out)
-            handles.append(loss.register_hook(lambda g: self._log("tensor", "loss")))
-            self._phase = "backward"
-            loss.backward()
+                    for kind in _GLOBAL_KINDS:
+                        hooks.register(None, kind, global_hook(kind))
+                x = self.inputs.detach().clone()
+                if self.input_requires_grad:
+                    x.requires_grad_(True)
+                    hooks.register(x, "tensor", lambda g: self._log("tensor", "input x"))
+                self._phase = "forward"
+                out = model(x)
+                if isinstance(out, Tensor) and out.requires_grad:
+                    hooks.register(out, "tensor", lambda g: self._log("tensor", "model output"))
+                loss = self.loss_fn(out)
+                hooks.register(loss, "tensor", lambda g: self._log("tensor", "loss"))
+                self._phase = "backward"
+                loss.backward()
         finally:
             self._phase = "done"
-            for h in handles:
-                h.remove()
-            for module, key in keys:
-                remove_key(module, key)
+            for p, grad in saved_grads:
+                p.grad = grad
+            model.train(was_training)
         return self.events
 
     def filter(
@@ -187,9 +193,9 @@ class TimelineState:
     def table(self, events: Sequence[HookEvent] | None = None) -> str:
         """Events as a text table: order, phase, kind, where."""
         events = self.events if events is None else events
-        rows = [("#", "phase", "kind", "where")] + [(str(e.order), e.phase, e.kind, e.where) for e in events]
-        widths = [max(len(r[c]) for r in rows) for c in range(4)]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+        return text_table(
+            ("#", "phase", "kind", "where"), [(e.order, e.phase, e.kind, e.where) for e in events], rule=False
+        )
 
     def html_table(self, events: Sequence[HookEvent]) -> str:
         """Events as an HTML table (forward rows blue, backward rows red)."""
@@ -200,16 +206,16 @@ class TimelineState:
             for e in events
         )
         head = "<tr><th>#</th><th>phase</th><th>kind</th><th>where</th></tr>"
-        return f"<table style='font-size:12px'><thead>{head}</thead><tbody>{body}</tbody></table>"
+        if not events:
+            return "<p style='font-size:13px;color:#555'>no hook calls match these filters</p>"
+        return f"<table style='font-size:13px'><thead>{head}</thead><tbody>{body}</tbody></table>"
 
     def figure(self, events: Sequence[HookEvent] | None = None, fig: Figure | None = None) -> Figure:
         """The lane chart of ``events`` (default all)."""
         events = self.events if events is None else events
-        fig = fig if fig is not None else Figure(figsize=(9, 3.6), dpi=72)
+        fig = fig if fig is not None else Figure(figsize=(9, 6), dpi=72)
         kinds = [k for k in HOOK_KINDS if any(e.kind == k for e in self.events)]
-        timeline_figure(fig, [(e.order, e.phase, e.kind, e.where) for e in events], kinds)
-        fig.subplots_adjust(left=0.17, right=0.98, top=0.9, bottom=0.13)
-        return fig
+        return timeline_figure(fig, [(e.order, e.phase, e.kind, e.where) for e in events], kinds)
 
     def __repr__(self) -> str:
         return f"TimelineState(events={len(self.events)}, places={len(self.places())})"
@@ -222,19 +228,31 @@ class HookTimeline(StaticFallback, widgets.VBox):
         state = kwargs.pop("state", None) or TimelineState(model, inputs, **kwargs)
         self.state = state
         present = [k for k in HOOK_KINDS if any(e.kind == k for e in state.events)]
-        self.kinds = widgets.SelectMultiple(options=present, value=tuple(present), description="kinds", rows=6)
+        self.kinds = widgets.SelectMultiple(
+            options=present, value=tuple(present), description="kinds", rows=6, layout={"width": "300px"}
+        )
         self.phase = widgets.ToggleButtons(options=["all", "forward", "backward"], value="all")
-        self.where = widgets.Dropdown(options=["all", *state.places()], value="all", description="where")
+        self.phase.style.button_width = "80px"
+        self.where = widgets.Dropdown(
+            options=["all", *state.places()], value="all", description="where", layout={"width": "240px"}
+        )
         self.count = widgets.Label()
-        self.chart = widgets.Output()
+        self.chart = widgets.Output(layout={"height": "440px"})
         self.table_out = widgets.Output(layout={"max_height": "260px", "overflow": "auto"})
         super().__init__(
-            [widgets.HBox([self.kinds, widgets.VBox([self.phase, self.where, self.count])]), self.chart, self.table_out]
+            [row(self.kinds, widgets.VBox([self.phase, self.where, self.count])), self.chart, self.table_out]
         )
         for w in (self.kinds, self.phase, self.where):
             w.observe(lambda _: self.refresh(), names="value")
-        self._fig = Figure(figsize=(9, 3.6), dpi=72)
+        self._fig = Figure(figsize=(9, 6), dpi=72)
         self.refresh()
+
+    def reset(self) -> HookTimeline:
+        """Back to the opening view: every kind, both phases, every place."""
+        self.kinds.value = tuple(self.kinds.options)
+        self.phase.value = "all"
+        self.where.value = "all"
+        return self
 
     def shown(self) -> list[HookEvent]:
         """The events that pass the current filters."""

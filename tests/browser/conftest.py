@@ -68,6 +68,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     notebook_settings = home / "settings" / "@jupyterlab" / "notebook-extension"
     notebook_settings.mkdir(parents=True)
     (notebook_settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    # Save the widgets' state with the notebook (Settings > Save Widget State Automatically), so that after
+    # a kernel restart and a reload the widgets show their last picture instead of "model not found".
+    widget_settings = home / "settings" / "@jupyter-widgets" / "jupyterlab-manager"
+    widget_settings.mkdir(parents=True)
+    (widget_settings / "plugin.jupyterlab-settings").write_text(json.dumps({"saveState": True}))
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(
         os.environ,
