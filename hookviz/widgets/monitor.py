@@ -33,6 +33,7 @@ from torch import Tensor, nn
 
 from hookviz.capture import capture, iter_tensors, resolve_layers
 from hookviz.data import load_digits
+from hookviz.models import make_digits_step
 from hookviz.render import (
     feature_panel_png,
     figure_png,
@@ -88,28 +89,12 @@ class StepStats:
 
 
 def digits_step_fn(model: nn.Module, batch_size: int = 64, lr: float = 3e-3, seed: int = 0) -> Callable[[], Tensor]:
-    """A training step for ``model`` on the bundled digits: AdamW, cross-entropy, shuffled batches.
+    """A training step for ``model`` on the bundled digits (the course's one step, ``make_digits_step``).
 
     Works for :class:`hookviz.DigitsCNN` and for any model taking ``(N, 1, 8, 8)`` images (an MLP can
     start with ``nn.Flatten()``). Each call trains on the next batch and returns the loss.
     """
-    x, y = load_digits("train")
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
-    generator = torch.Generator().manual_seed(seed)
-    batches: list[Tensor] = []
-
-    def step() -> Tensor:
-        if not batches:
-            batches.extend(torch.randperm(len(y), generator=generator).split(batch_size))
-        idx = batches.pop(0)
-        model.train()
-        loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
-    return step
+    return make_digits_step(model, batch_size=batch_size, lr=lr, seed=seed)
 
 
 def _first_tensor(value: Any) -> Tensor | None:
