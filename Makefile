@@ -32,6 +32,7 @@ $(STAMP): pyproject.toml
 
 # JupyterLab on the whole course folder: notebooks/ (with solutions) and student/ (`make student`) side by side.
 lab: setup
+	install -D -m 644 binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	@echo "Starting JupyterLab on notebooks/ and student/ - open the http://127.0.0.1:... URL it prints (Ctrl+C to stop)."
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
@@ -106,6 +107,7 @@ student: setup
 
 # JupyterLab on the student copies only (made or refreshed first; edited copies are kept).
 student-lab: student
+	install -D -m 644 binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	@echo "Starting JupyterLab on student/ - open the http://127.0.0.1:... URL it prints (Ctrl+C to stop)."
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=student $(ROOT_FLAG) $(LAB_ARGS) student/00_start_here.ipynb
 

@@ -41,6 +41,7 @@ SPEC = re.compile(
     rf"(?:(?:=|==|>=|<=|>|<|!=|~=){VERSION}(?:,(?:==|>=|<=|>|<|!=){VERSION})*(?:=[A-Za-z0-9_.*]+)?)?$"
 )
 OVERRIDES_KEY = "@jupyterlab/apputils-extension:notification"
+WIDGETS_KEY = "@jupyter-widgets/jupyterlab-manager:plugin"
 JUPYTER_DIRS = ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR")
 
 
@@ -113,6 +114,16 @@ def test_postbuild_installs_hookviz_and_silences_the_news(tmp_path):
     assert "scripts/make_student.py notebooks student" in calls, calls
     settings = json.loads((settings_dir / "overrides.json").read_text(encoding="utf-8"))
     assert settings[OVERRIDES_KEY] == {"fetchNews": "false", "checkForUpdates": False}
+    # widget state is saved with the notebook: after a restart a widget shows its last picture
+    assert settings[WIDGETS_KEY] == {"saveState": True}
+
+
+def test_make_lab_uses_the_same_jupyterlab_defaults():
+    """`make lab` and `make student-lab` install binder/overrides.json into the course's venv."""
+    text = (REPO / "Makefile").read_text(encoding="utf-8")
+    for target in ("lab", "student-lab"):
+        recipe = text.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
+        assert "binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json" in recipe, target
 
 
 def _run_postbuild_with_fake_python(tmp_path: Path) -> tuple[list[str], Path]:
@@ -145,6 +156,7 @@ def test_jupyterlab_applies_the_overrides(tmp_path):
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     url = f"http://127.0.0.1:{port}/lab/api/settings/{OVERRIDES_KEY}?token={token}"
+    widgets_url = f"http://127.0.0.1:{port}/lab/api/settings/{WIDGETS_KEY}?token={token}"
     with open(tmp_path / "server.log", "w") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -153,6 +165,8 @@ def test_jupyterlab_applies_the_overrides(tmp_path):
             try:
                 with urllib.request.urlopen(url, timeout=5) as response:
                     reply = json.load(response)
+                with urllib.request.urlopen(widgets_url, timeout=5) as response:
+                    widgets_reply = json.load(response)
                 break
             except OSError:
                 if time.monotonic() > deadline or proc.poll() is not None:
@@ -163,6 +177,7 @@ def test_jupyterlab_applies_the_overrides(tmp_path):
         proc.wait(timeout=30)
     props = reply["schema"]["properties"]
     assert props["fetchNews"]["default"] == "false" and props["checkForUpdates"]["default"] is False
+    assert widgets_reply["schema"]["properties"]["saveState"]["default"] is True
 
 
 def test_postbuild_stops_on_the_first_error(tmp_path):
