@@ -222,5 +222,9 @@ def remove_all_hooks(
             removed += _clear(_module_mod, kind, cleared)
         for extra in ("_global_forward_hooks_with_kwargs", "_global_forward_hooks_always_called"):
             getattr(_module_mod, extra, {}).clear()
+        # PyTorch remembers whether the global backward hooks were full or legacy even after the last one is
+        # removed, and then refuses the other kind; with no global backward hook left, forget that choice too.
+        if not _module_mod._global_backward_hooks and hasattr(_module_mod, "_global_is_full_backward_hook"):
+            _module_mod._global_is_full_backward_hook = None
     forget_model(model)  # hookviz's own bookkeeping: those handles are dead now
     return removed

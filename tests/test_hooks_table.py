@@ -115,3 +115,20 @@ def test_optimizer_hooks_are_listed_when_the_optimizer_is_given():
         assert hookviz.remove_all_hooks(model, optimizer=opt, include_global=True) == 1
     finally:
         handle.remove()
+
+
+def test_remove_all_hooks_with_globals_forgets_the_global_backward_kind():
+    """A removed global full backward hook blocks legacy global hooks until remove_all_hooks resets the flag."""
+    import warnings
+
+    handle = module_mod.register_module_full_backward_hook(lambda m, gi, go: None)
+    handle.remove()
+    assert module_mod._global_is_full_backward_hook is True  # PyTorch's own leftover
+    hookviz.remove_all_hooks(nn.Linear(2, 2), include_global=True)
+    assert module_mod._global_is_full_backward_hook is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        legacy = module_mod.register_module_backward_hook(lambda m, gi, go: None)  # no longer refused
+    legacy.remove()
+    hookviz.remove_all_hooks(nn.Linear(2, 2), include_global=True)
+    assert module_mod._global_is_full_backward_hook is None
