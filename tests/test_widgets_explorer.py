@@ -200,9 +200,12 @@ def test_zero_and_nan_activations() -> None:
     ex = LayerExplorer(model, torch.randn(2, 1, 4, 4), target="predicted")
     ex.layer.value = "1"
     assert any("all values are 0" in n for n in ex.state.describe()["notes"])
+    assert ex.state.describe()["range"] == (0.0, 0.0) and "range [0, 0]" in ex.state.caption()
     ex.layer.value = "2"
     assert any("32 NaN" in n for n in ex.state.describe()["notes"])
     assert "NaN" in ex.state.caption()
+    # no finite value: the caption states no range (the (0, 1) used to draw it would be invented)
+    assert ex.state.describe()["range"] is None and "range [" not in ex.state.caption()
     _png(ex.maps_out)  # still a picture (magenta), not an error
     ex.layer.value = "1"
     hist = ex.state.grad_histogram()

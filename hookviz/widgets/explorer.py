@@ -473,7 +473,9 @@ class ExplorerState:
     def describe(self) -> dict[str, Any]:
         """A plain summary of the current view (what the caption says), for tests and notebooks."""
         info = self.info[self.layer]
-        lo, hi = finite_range(self.activation())
+        activation = self.activation()
+        lo, hi = finite_range(activation)
+        any_finite = bool(np.isfinite(activation).any())
         grad = self.grad_histogram()
         shown = self.shown_channels()
         return {
@@ -486,7 +488,8 @@ class ExplorerState:
             "channels": self.channels,
             "page": f"{self.page + 1}/{self.pages}",
             "shown": shown if self.kind == "maps" else f"{self.channels} values",
-            "range": (round(lo, 4), round(hi, 4)),
+            # None when no value is finite: finite_range's stand-in (0, 1) is for drawing, not for reading
+            "range": (round(lo, 4), round(hi, 4)) if any_finite else None,
             "gradient": grad.summary() if grad is not None else f"none: {self.grad_notes.get(self.layer, '')}",
             "notes": [n for n in [info.note, self.output_note, *self.value_notes()] if n],
         }
@@ -502,7 +505,8 @@ class ExplorerState:
         else:
             what = f"{d['channels']} values as a heat strip"
         text = f"{d['layer']} · {d['type']} · {d['shape']} · sample {d['sample']}{label} · {what}"
-        text += f" · range [{d['range'][0]:.3g}, {d['range'][1]:.3g}]"
+        if d["range"] is not None:
+            text += f" · range [{d['range'][0]:.3g}, {d['range'][1]:.3g}]"
         if d["notes"]:
             text += " · " + "; ".join(d["notes"])
         return text
