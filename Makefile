@@ -85,11 +85,13 @@ test-torch: torch-env
 test-browser: setup
 	$(PY) -m pytest -q -m browser tests/browser
 
-# Re-execute notebooks in place and store their outputs: `make execute` (all) or `make execute NB=notebooks/01_x.ipynb`
+# Re-execute notebooks in place and store their outputs: `make execute` (all) or `make execute NB=notebooks/01_x.ipynb`;
+# then regenerate notebooks/zh/ so that the Chinese edition shows the same outputs.
 execute: setup
 	for nb in $(or $(NB),$(NOTEBOOKS)); do \
 	  $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 "$$nb" || exit 1; \
 	done
+	$(PY) scripts/make_zh.py  # the Chinese edition carries the same code and outputs
 
 weights: setup
 	$(PY) scripts/train_digits_cnn.py
