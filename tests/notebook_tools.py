@@ -14,15 +14,16 @@ NB_DIR = Path(os.environ.get("HOOKVIZ_NOTEBOOK_DIR", REPO / "notebooks"))
 NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 
 
-def _load_make_student() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_student", REPO / "scripts" / "make_student.py")
+def load_script(name: str) -> ModuleType:
+    """Import ``scripts/<name>.py`` as a module (the scripts folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_student", module)
+    sys.modules.setdefault(name, module)
     spec.loader.exec_module(module)
     return module
 
 
-make_student = _load_make_student()
+make_student = load_script("make_student")
 
 
 def tags(cell) -> list[str]:

@@ -13,29 +13,19 @@ translations in ``i18n/zh/``. These tests check that
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-import sys
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
 
 import nbformat
 import pytest
+from notebook_tools import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _load_make_zh() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_zh", REPO / "scripts" / "make_zh.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_zh", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_zh = _load_make_zh()
+make_zh = load_script("make_zh")
 EN_NOTEBOOKS = make_zh.english_notebooks()
 DOCUMENTS = [path.name for path in EN_NOTEBOOKS] + [make_zh.VERDICTS]
 
