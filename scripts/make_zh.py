@@ -70,19 +70,35 @@ def english_notebooks() -> list[Path]:
 
 
 CJK = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef\u2014\u2026\u201c\u201d"
+FULL_WIDTH_PUNCT = "\u3000-\u303f\uff00-\uffef"
 BLOCK_START = re.compile(r"^(\s*([-*+>#|<]|\d+\.|```)|\s*$)")
 SOFT_BREAK = re.compile(f"[{CJK}]$")
 CJK_START = re.compile(f"^\\s*[{CJK}]")
+PUNCT_END = re.compile(f"[{FULL_WIDTH_PUNCT}]$")
+PUNCT_START = re.compile(f"^\\s*[{FULL_WIDTH_PUNCT}]")
 
 
 def join_cjk_lines(markdown: str) -> str:
-    """Join soft-wrapped lines of Chinese prose: a line break between two Chinese characters would show
-    as a stray space in the rendered page. Code blocks and lines that start a block element stay as they are."""
+    """Join soft-wrapped lines of Chinese prose where the line break would show as a stray space.
+
+    A break is joined between two Chinese characters, after full-width punctuation (，。：；）…) and
+    before it, whatever stands on the other side (a code span, a link, bold text). Code blocks, table
+    rows, headings and lines that start a block element stay as they are.
+    """
     out: list[str] = []
     in_fence = False
     for line in markdown.split("\n"):
-        joinable = out and not in_fence and SOFT_BREAK.search(out[-1]) and CJK_START.match(line)
-        if joinable and not BLOCK_START.match(line) and not out[-1].lstrip().startswith(("|", "#")):
+        prev = out[-1] if out else ""
+        in_prose = (
+            not in_fence
+            and prev.strip()
+            and not prev.lstrip().startswith(("|", "#", "```"))
+            and not BLOCK_START.match(line)
+        )
+        joinable = in_prose and (
+            (SOFT_BREAK.search(prev) and CJK_START.match(line)) or PUNCT_END.search(prev) or PUNCT_START.match(line)
+        )
+        if joinable:
             out[-1] += line.lstrip()
         else:
             out.append(line)

@@ -306,3 +306,10 @@ def test_soft_wrapped_chinese_lines_are_joined() -> None:
     assert make_zh.join_cjk_lines(source) == (
         "第一行第二行\n- 列表续行\n`code`\n中文\n```\n代码\n代码\n```\n| 表 |\n| 二 |"
     )
+
+
+def test_breaks_next_to_full_width_punctuation_are_joined() -> None:
+    """After ，。：； and before （ a break is joined whatever is on the other side (code, links, bold);
+    a break between a Chinese character and Latin text keeps its space, and blank lines stay."""
+    source = "见下文，\n`grad` 是梯度。\n[链接](#a)\n（注）\n\n（新段落）\n中文\nLatin"
+    assert make_zh.join_cjk_lines(source) == "见下文，`grad` 是梯度。[链接](#a)（注）\n\n（新段落）中文\nLatin"
