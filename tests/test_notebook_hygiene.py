@@ -136,3 +136,29 @@ def test_claims_have_anchor_and_verdict(path):
         assert following is not None and following.cell_type == "code", (
             f"{path.name} claim {claim}: the cell right after the claim should be the code that proves it"
         )
+
+
+def overhead_figures(text: str) -> list[str]:
+    """The decimal figures of 09's measured-overhead bullets, in order."""
+    bullets = text[text.index('<a id="overhead-figures"></a>') :].split("\n\n")[1]
+    return re.findall(r"\d+\.\d+", bullets)
+
+
+def test_measured_overhead_figures_are_the_stored_ones():
+    """09 quotes its timing cells' stored outputs; a re-run that changes them must update the prose (and zh)."""
+    english = read(REPO / "notebooks" / "09_hooks_in_production.ipynb")
+    stored = "".join(
+        output.get("text", "")
+        for cell in english.cells
+        if cell.cell_type == "code" and "timer=time.process_time" in cell.source
+        for output in cell.get("outputs", [])
+    )
+    assert "us per call bare" in stored and "ms/step" in stored
+    prose = next(cell.source for cell in english.cells if 'id="overhead-figures"' in cell.source)
+    figures = overhead_figures(prose)
+    assert len(figures) >= 10
+    missing = [figure for figure in figures if figure not in stored]
+    assert not missing, f"09 quotes figures that no stored output shows: {missing}"
+    chinese = read(REPO / "notebooks" / "zh" / "09_hooks_in_production.ipynb")
+    zh_prose = next(cell.source for cell in chinese.cells if 'id="overhead-figures"' in cell.source)
+    assert overhead_figures(zh_prose) == figures, "the Chinese edition quotes other figures"
