@@ -278,13 +278,18 @@ def test_translations_use_the_glossary_terms() -> None:
 def test_verdict_table_quotes_the_articles_verbatim() -> None:
     """Each claim row quotes its article in the original wording (checked where the articles are stored).
 
-    ``HOOKVIZ_ARTICLES_DIR`` points the test at another folder holding ``hooks_article_A_*.txt`` and ``_B_``.
+    The articles are looked for in ``shared/articles/`` inside the checkout, then in a ``shared/articles/``
+    folder next to it; ``HOOKVIZ_ARTICLES_DIR`` points the test at another folder holding
+    ``hooks_article_A_*.txt`` and ``_B_``.
     """
-    articles = Path(os.environ.get("HOOKVIZ_ARTICLES_DIR", REPO / "shared" / "articles"))
+    places = [REPO / "shared" / "articles", REPO.parent / "shared" / "articles"]
+    if os.environ.get("HOOKVIZ_ARTICLES_DIR"):
+        places = [Path(os.environ["HOOKVIZ_ARTICLES_DIR"])]
+    articles = next((place for place in places if place.is_dir()), places[0])
     paths = articles.glob("hooks_article_[AB]_*.txt")
     texts = {p.name[len("hooks_article_")]: p.read_text(encoding="utf-8") for p in paths}
     if set(texts) != {"A", "B"}:
-        pytest.skip("the two articles are not in shared/articles/ in this checkout")
+        pytest.skip("the two articles are not in shared/articles/, in or next to this checkout")
     squeeze = re.compile(r"\s+")
     errors = []
     for name, key, _, chinese in CURRENT:
