@@ -162,3 +162,22 @@ def test_measured_overhead_figures_are_the_stored_ones():
     chinese = read(REPO / "notebooks" / "zh" / "09_hooks_in_production.ipynb")
     zh_prose = next(cell.source for cell in chinese.cells if 'id="overhead-figures"' in cell.source)
     assert overhead_figures(zh_prose) == figures, "the Chinese edition quotes other figures"
+
+
+def test_verdict_table_a7_ratios_round_the_stored_ones():
+    """The verdict table's A7 row quotes 09's step ratios rounded; each must round a stored ratio."""
+    notebook = read(REPO / "notebooks" / "09_hooks_in_production.ipynb")
+    stored = [
+        float(ratio)
+        for cell in notebook.cells
+        if cell.cell_type == "code" and "ms/step" in cell.source
+        for output in cell.get("outputs", [])
+        for ratio in re.findall(r"ms/step\s+x(\d+\.\d+)", output.get("text", ""))
+    ]
+    assert len(stored) == 4
+    table = (REPO / "notebooks" / "article_verdicts.md").read_text(encoding="utf-8")
+    row = next(line for line in table.splitlines() if line.startswith("| A7 |"))
+    quoted = re.findall(r"×(\d+\.(\d+))", row)
+    assert len(quoted) >= 3
+    unmatched = [f"×{q}" for q, decimals in quoted if not any(f"{s:.{len(decimals)}f}" == q for s in stored)]
+    assert not unmatched, f"A7 quotes ratios that no stored output of 09 rounds to: {unmatched} (stored: {stored})"
