@@ -86,9 +86,16 @@ class StridedSample:
             raise ValueError(f"sample size must be positive, got {n}")
         self.n = n
         self._index: dict[tuple[int, torch.device], Tensor] = {}
+        self._cpu_index: dict[int, Tensor] = {}
 
     def __call__(self, t: Tensor) -> Tensor:
         numel = t.numel()
+        if t.is_cpu:  # the usual case, with fewer lookups: this runs in every hook call
+            index = self._cpu_index.get(numel)
+            if index is None:
+                index = self._cpu_index[numel] = torch.arange(0, numel, prime_stride(numel, self.n))
+            sample = torch.take(t, index)
+            return sample if sample.dtype == torch.float32 else sample.float()
         key = (numel, t.device)
         index = self._index.get(key)
         if index is None:
@@ -147,6 +154,13 @@ def pad_samples(samples: Sequence[Tensor | np.ndarray] | Padded) -> Padded:
     lengths = np.array([s.numel() if isinstance(s, Tensor) else np.size(s) for s in samples], dtype=np.int64)
     width = int(lengths.max()) if len(lengths) else 0
     buf = np.zeros((len(samples), max(width, 1)), dtype=np.float32)
+    mask = np.arange(buf.shape[1])[None, :] < lengths[:, None]
+    filled = [s for s, size in zip(samples, lengths.tolist(), strict=True) if size]
+    flat = _cat_flat(filled)
+    if flat is not None:  # 1-D tensors (StridedSample output): one copy in all
+        # The mask's True entries, in row-major order, are the samples' values one after another.
+        buf[mask] = flat
+        return Padded(buf, mask, lengths)
     groups: dict[int, list[int]] = {}
     for i, size in enumerate(lengths.tolist()):
         if size:
@@ -160,8 +174,20 @@ def pad_samples(samples: Sequence[Tensor | np.ndarray] | Padded) -> Padded:
         else:
             block = np.stack([as_numpy(a).reshape(-1) for a in items])
         buf[rows, :size] = block
-    mask = np.arange(buf.shape[1])[None, :] < lengths[:, None]
     return Padded(buf, mask, lengths)
+
+
+def _cat_flat(samples: list[Tensor | np.ndarray]) -> np.ndarray | None:
+    """The samples one after another as float32, when all are 1-D tensors on one device; else None."""
+    if not samples or not all(isinstance(s, Tensor) for s in samples):
+        return None
+    try:
+        flat = torch.cat(samples)
+    except RuntimeError:  # different numbers of dimensions, or devices
+        return None
+    if flat.ndim != 1 or flat.is_complex():
+        return None
+    return flat.detach().to("cpu", torch.float32).numpy()
 
 
 def sample_stats(samples: Sequence[Tensor | np.ndarray] | Padded) -> dict[str, np.ndarray]:

@@ -9,6 +9,7 @@ from hookviz.summarize import (
     RunHistory,
     StridedSample,
     abs_histograms,
+    as_numpy,
     histogram,
     log_histograms,
     nice_limit,
@@ -109,3 +110,22 @@ def test_histogram_can_leave_exact_zeros_out() -> None:
     h = histogram(values, bins=4, drop_zeros=True)
     assert h.zeros == 197 and h.counts.sum() == 3 and h.finite == 200
     assert histogram(values, bins=4).zeros is None and histogram(values, bins=4).counts.sum() == 200
+
+
+@pytest.mark.parametrize(
+    "samples",
+    [
+        [torch.tensor([1.0, 2.0, 3.0]), np.zeros(0, np.float32), torch.tensor([4.0]), torch.tensor([5.0, 6.0])],
+        [torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([3.0, 4.0, 5.0])],
+        [torch.tensor([1.5, 2.5], dtype=torch.float16), torch.tensor([1, 2, 3])],
+        [torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 4.0, 5.0]])],  # 2-D: stacked per length instead
+        [torch.tensor([1.0, 2.0]), np.array([3.0, 4.0, 5.0])],  # a numpy sample: stacked per length instead
+    ],
+)
+def test_pad_samples_puts_each_sample_in_its_row(samples) -> None:  # noqa: ANN001
+    padded = pad_samples(samples)
+    assert padded.values.dtype == np.float32 and padded.lengths.tolist() == [np.size(as_numpy(s)) for s in samples]
+    for row, sample in enumerate(samples):
+        size = padded.lengths[row]
+        np.testing.assert_array_equal(padded.values[row, :size], as_numpy(sample).reshape(-1).astype(np.float32))
+        assert not padded.values[row, size:].any() and padded.mask[row].sum() == size

@@ -98,6 +98,8 @@ def digits_step_fn(model: nn.Module, batch_size: int = 64, lr: float = 3e-3, see
 
 
 def _first_tensor(value: Any) -> Tensor | None:
+    if isinstance(value, Tensor):  # the usual case, without walking a structure
+        return value
     return next((t for _, t in iter_tensors(value)), None)
 
 
@@ -355,36 +357,42 @@ class MonitorState:
         act_hist = abs_histograms(act_samples, np.tile(self.act_limits, len(pending)), self.bins)
         grad_hist, self.grad_edges = log_histograms(grad_samples, bins=self.bins)
 
-        def rows(values: np.ndarray, i: int) -> np.ndarray:
-            return values[i * n_layers : (i + 1) * n_layers].astype(np.float32)
+        def per_step(values: np.ndarray) -> np.ndarray:  # one row per pending step, one column per layer
+            return values.reshape(len(pending), n_layers, *values.shape[1:]).astype(np.float32)
 
+        act_mean, act_std, act_frac_zero = per_step(act["mean"]), per_step(act["std"]), per_step(act["frac_zero"])
+        act_nonfinite, act_hist = per_step(act["nan"] + act["inf"]), per_step(act_hist)
+        grad_abs_mean, grad_frac_zero = per_step(grad["abs_mean"]), per_step(grad["frac_zero"])
+        grad_zeros = per_step(np.nan_to_num(grad["frac_zero"]) * grad["n"])
+        grad_nonfinite, grad_hist = per_step(grad["nan"] + grad["inf"]), per_step(grad_hist)
+        self._nonfinite["activations"] += int(act_nonfinite.sum())
+        self._nonfinite["gradients"] += int(grad_nonfinite.sum())
         for i, (step, loss, _, _) in enumerate(pending):
-            stats = StepStats(
-                step=step,
-                loss=loss,
-                act_mean=rows(act["mean"], i),
-                act_std=rows(act["std"], i),
-                act_frac_zero=rows(act["frac_zero"], i),
-                act_nonfinite=rows(act["nan"] + act["inf"], i),
-                act_hist=rows(act_hist, i),
-                grad_abs_mean=rows(grad["abs_mean"], i),
-                grad_frac_zero=rows(grad["frac_zero"], i),
-                grad_zeros=rows(np.nan_to_num(grad["frac_zero"]) * grad["n"], i),
-                grad_nonfinite=rows(grad["nan"] + grad["inf"], i),
-                grad_hist=rows(grad_hist, i),
+            self.recent.append(
+                StepStats(
+                    step=step,
+                    loss=loss,
+                    act_mean=act_mean[i],
+                    act_std=act_std[i],
+                    act_frac_zero=act_frac_zero[i],
+                    act_nonfinite=act_nonfinite[i],
+                    act_hist=act_hist[i],
+                    grad_abs_mean=grad_abs_mean[i],
+                    grad_frac_zero=grad_frac_zero[i],
+                    grad_zeros=grad_zeros[i],
+                    grad_nonfinite=grad_nonfinite[i],
+                    grad_hist=grad_hist[i],
+                )
             )
-            self.recent.append(stats)
-            self._nonfinite["activations"] += int(stats.act_nonfinite.sum())
-            self._nonfinite["gradients"] += int(stats.grad_nonfinite.sum())
             self.history.append(
                 step,
                 {
                     "loss": loss,
-                    "act_mean": stats.act_mean,
-                    "act_std": stats.act_std,
-                    "act_frac_zero": stats.act_frac_zero,
-                    "act_hist": stats.act_hist,
-                    "grad_abs_mean": stats.grad_abs_mean,
+                    "act_mean": act_mean[i],
+                    "act_std": act_std[i],
+                    "act_frac_zero": act_frac_zero[i],
+                    "act_hist": act_hist[i],
+                    "grad_abs_mean": grad_abs_mean[i],
                 },
             )
 
