@@ -322,11 +322,6 @@ def _count_nonfinite(value: Any) -> tuple[int, int]:
     return nan, inf
 
 
-def _no_grad_note() -> str:
-    why = "torch.no_grad() or inference mode" if not torch.is_grad_enabled() else "nothing before it requires grad"
-    return f"no gradients: the output does not require grad ({why})"
-
-
 @dataclass
 class LayerRecord:
     """Everything captured for one layer: one entry per call of the module.
@@ -445,17 +440,6 @@ class Capture:
 
         def forward_hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
             call = len(record.activations)
-            if isinstance(output, Tensor):  # the usual case, without walking a structure
-                record.activations.append(self._keep(output))
-                record.gradients.append(None)
-                self.forward_order.append((name, call))
-                if not self.grads:
-                    return
-                if output.requires_grad:
-                    output.register_hook(self._make_grad_hook(record, call, (), None))
-                else:
-                    record.note(_no_grad_note())
-                return
             tensors = list(iter_tensors(output))
             if not tensors:
                 record.note(f"output of type {type(output).__name__} holds no tensor; nothing captured")
@@ -466,7 +450,12 @@ class Capture:
                 return
             needs_grad = [(path, t) for path, t in tensors if t.requires_grad]
             if tensors and not needs_grad:
-                record.note(_no_grad_note())
+                why = (
+                    "torch.no_grad() or inference mode"
+                    if not torch.is_grad_enabled()
+                    else ("nothing before it requires grad")
+                )
+                record.note(f"no gradients: the output does not require grad ({why})")
             structure = None if isinstance(output, Tensor) else _map_tensors(output, lambda t: None)
             for path, t in needs_grad:
                 t.register_hook(self._make_grad_hook(record, call, path, structure))

@@ -85,18 +85,13 @@ class StridedSample:
         if n <= 0:
             raise ValueError(f"sample size must be positive, got {n}")
         self.n = n
-        self._index: dict[tuple[int, torch.device], Tensor] = {}
-        self._cpu_index: dict[int, Tensor] = {}
+        self._index: dict[int | tuple[int, torch.device], Tensor] = {}
 
     def __call__(self, t: Tensor) -> Tensor:
         numel = t.numel()
-        if t.is_cpu:  # the usual case, with fewer lookups: this runs in every hook call
-            index = self._cpu_index.get(numel)
-            if index is None:
-                index = self._cpu_index[numel] = torch.arange(0, numel, prime_stride(numel, self.n))
-            sample = torch.take(t, index)
-            return sample if sample.dtype == torch.float32 else sample.float()
-        key = (numel, t.device)
+        is_cpu = t.is_cpu
+        # Keyed by size alone on the CPU: this runs in every hook call, and t.device is a slow lookup.
+        key = numel if is_cpu else (numel, t.device)
         index = self._index.get(key)
         if index is None:
             stride = prime_stride(numel, self.n)
@@ -104,7 +99,7 @@ class StridedSample:
         # torch.take reads the tensor in logical (row-major) order, contiguous or not, and returns
         # a new tensor: one operation per hook.
         sample = torch.take(t, index)
-        if sample.dtype != torch.float32 or sample.device.type != "cpu":
+        if sample.dtype != torch.float32 or not is_cpu:
             sample = sample.to("cpu", dtype=torch.float32)
         return sample
 
@@ -144,7 +139,8 @@ class Padded:
 def pad_samples(samples: Sequence[Tensor | np.ndarray] | Padded) -> Padded:
     """Stack samples of different lengths into one zero-padded ``(S, max_len)`` float32 array.
 
-    Samples of equal length (the same layer at different steps) are stacked in one operation, and
+    1-D tensors (what :class:`StridedSample` returns) are joined and copied in one operation; other
+    samples of equal length (the same layer at different steps) are stacked in one operation each; and
     row-wise reductions over the padded array are several times faster than scattering with
     ``np.bincount`` over one long concatenation. Every function below accepts the result.
     """
@@ -167,9 +163,7 @@ def pad_samples(samples: Sequence[Tensor | np.ndarray] | Padded) -> Padded:
             groups.setdefault(size, []).append(i)
     for size, rows in groups.items():
         items = [samples[i] for i in rows]
-        if all(isinstance(t, Tensor) and t.ndim == 1 for t in items):  # StridedSample output: stack as is
-            block = as_numpy(torch.stack(items))
-        elif all(isinstance(t, Tensor) for t in items):
+        if all(isinstance(t, Tensor) for t in items):
             block = as_numpy(torch.stack([t.detach().reshape(-1) for t in items]))
         else:
             block = np.stack([as_numpy(a).reshape(-1) for a in items])

@@ -98,8 +98,6 @@ def digits_step_fn(model: nn.Module, batch_size: int = 64, lr: float = 3e-3, see
 
 
 def _first_tensor(value: Any) -> Tensor | None:
-    if isinstance(value, Tensor):  # the usual case, without walking a structure
-        return value
     return next((t for _, t in iter_tensors(value)), None)
 
 
