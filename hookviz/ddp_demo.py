@@ -25,6 +25,10 @@ log file in the run's temporary folder, which the parent shows only if a child f
 and comm-hook code is the same on many machines; there ``torchrun`` starts the processes and sets
 ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` for each of them, so the worker would
 call ``dist.init_process_group("nccl")`` without rank and size, with one GPU per process.
+
+Notebook 13 calls :func:`run_ddp_hook_probe`, started the same way, to show what a parameter's tensor hook,
+its post-accumulate-grad hook and an optimizer step pre-hook see under DDP (each rank's local gradient, or
+the average); its children are killed if they outlive ``timeout_s``.
 """
 
 # No `from __future__ import annotations` here: DDP inspects the hook's annotations at run time and
@@ -42,7 +46,16 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-__all__ = ["HOOKS", "counting_hook", "default_start_method", "free_port", "run_ddp_demo", "shard_gradients"]
+__all__ = [
+    "HOOKS",
+    "PROBE_PLACES",
+    "counting_hook",
+    "default_start_method",
+    "free_port",
+    "run_ddp_demo",
+    "run_ddp_hook_probe",
+    "shard_gradients",
+]
 
 HOOKS = ("none", "count", "fp16")
 # Imported once by the fork server, so that its forked workers start with them loaded. DDP's
@@ -212,3 +225,133 @@ def shard_gradients(world_size: int = 2, batch_size: int = 64, seed: int = 0) ->
         for name, g in _grads(model).items():
             total[name] = total.get(name, 0) + g / world_size
     return total
+
+
+# --- What parameter hooks see under DDP (notebook 13) -------------------------------------------------
+
+#: The places :func:`run_ddp_hook_probe` records the gradient of the watched weight, in the order they run.
+PROBE_PLACES = ("tensor_hook", "post_accumulate_grad_hook", "after_backward", "step_pre_hook")
+
+
+def _probe_one_rank(rank: int, world_size: int, batch_size: int) -> dict[str, Any]:
+    """One rank of :func:`run_ddp_hook_probe`: a ``no_sync`` backward, then a synchronised step."""
+    import copy
+
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = _fresh_model(seed=0)  # the same weights on every rank
+    plain = copy.deepcopy(model)  # the same model without DDP: this rank's local gradient
+    x, y = _shard(*_batch(batch_size), rank, world_size)
+    nn.functional.cross_entropy(plain(x), y).backward()
+    weight = model.classifier[1].weight
+    seen: dict[str, list[Tensor]] = {place: [] for place in PROBE_PLACES}
+    handles = [
+        weight.register_hook(lambda g: seen["tensor_hook"].append(g.detach().clone())),
+        weight.register_post_accumulate_grad_hook(
+            lambda p: seen["post_accumulate_grad_hook"].append(p.grad.detach().clone())
+        ),
+    ]
+    ddp = DDP(model)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    handles.append(optimizer.register_step_pre_hook(lambda *_: seen["step_pre_hook"].append(weight.grad.clone())))
+    try:
+        steps: dict[str, dict[str, list[Tensor]]] = {}
+        for mode in ("no_sync", "synced"):
+            optimizer.zero_grad(set_to_none=True)
+            for values in seen.values():
+                values.clear()
+            if mode == "no_sync":
+                with ddp.no_sync():
+                    nn.functional.cross_entropy(ddp(x), y).backward()
+            else:
+                nn.functional.cross_entropy(ddp(x), y).backward()
+            seen["after_backward"].append(weight.grad.detach().clone())
+            if mode == "synced":
+                optimizer.step()
+            steps[mode] = {place: list(values) for place, values in seen.items()}
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {"rank": rank, "local_grad": plain.classifier[1].weight.grad.detach().clone(), "steps": steps}
+
+
+def _probe_worker(rank: int, world_size: int, port: int, outdir: str, batch_size: int, timeout_s: float) -> None:
+    """Body of one child process of :func:`run_ddp_hook_probe`: join the group, probe, gather, save."""
+    from datetime import timedelta
+
+    log = open(Path(outdir, f"rank{rank}.log"), "w")  # noqa: SIM115 - kept open for the process's life
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    sys.stdout = sys.stderr = log
+    torch.set_num_threads(1)
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
+    try:
+        result = _probe_one_rank(rank, world_size, batch_size)
+        gathered: list[Any] = [None] * world_size
+        dist.all_gather_object(gathered, result)
+        if rank == 0:
+            torch.save(gathered, Path(outdir, "probe.pt"))
+    finally:
+        dist.destroy_process_group()
+        log.flush()
+
+
+def run_ddp_hook_probe(
+    world_size: int = 2, batch_size: int = 64, timeout_s: float = 120.0, start_method: str | None = None
+) -> list[dict[str, Any]]:
+    """Watch one weight's gradient through a DDP step in ``world_size`` gloo processes; one dict per rank.
+
+    Every rank wraps the same :class:`hookviz.DigitsCNN` (seed 0) in ``DistributedDataParallel`` and
+    trains on its own shard of the first ``batch_size`` training digits (rank ``r`` takes every
+    ``world_size``-th image from ``r``). Before wrapping, a tensor hook and a post-accumulate-grad hook
+    are put on ``classifier.1.weight``, and an optimizer step pre-hook reads its ``.grad``. Two
+    backward passes run: one inside ``ddp.no_sync()``, then one synchronised pass followed by
+    ``optimizer.step()``. Each rank's dict holds ``"rank"``, ``"local_grad"`` (the same model's
+    gradient on that rank's shard without DDP) and ``"steps"``: for ``"no_sync"`` and ``"synced"``, the
+    gradients seen at each place of :data:`PROBE_PLACES` (a list, one entry per call).
+
+    The children are started like :func:`run_ddp_demo`'s (fork server, or spawn); ``timeout_s`` bounds
+    the process group's operations and the whole run: past it the children are killed and a
+    ``RuntimeError`` with their logs is raised. Children never outlive the call.
+    """
+    import time
+
+    import torch.multiprocessing as mp
+
+    if start_method is None:
+        start_method = default_start_method()
+    if start_method not in ("forkserver", "spawn"):
+        raise ValueError(
+            f"start_method must be 'forkserver' or 'spawn', not {start_method!r}: a forked worker cannot run "
+            "backward once autograd has run in the parent process"
+        )
+    if start_method == "forkserver":
+        multiprocessing.get_context("forkserver").set_forkserver_preload(FORKSERVER_PRELOAD)
+
+    with tempfile.TemporaryDirectory() as outdir:
+
+        def logs() -> str:
+            return "\n".join(p.read_text() for p in sorted(Path(outdir).glob("rank*.log")))
+
+        context = mp.start_processes(
+            _probe_worker,
+            args=(world_size, free_port(), outdir, batch_size, timeout_s),
+            nprocs=world_size,
+            join=False,
+            start_method=start_method,
+        )
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not context.join(timeout=0.2):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the DDP workers did not finish within {timeout_s} s")
+        except Exception as exc:
+            raise RuntimeError(f"a DDP worker failed: {exc}\n{logs()}") from exc
+        finally:
+            for process in context.processes:
+                if process.is_alive():
+                    process.kill()
+                process.join()
+        return torch.load(Path(outdir, "probe.pt"), weights_only=False)

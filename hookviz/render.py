@@ -40,7 +40,9 @@ __all__ = [
     "feature_panel_png",
     "figure_png",
     "finite_range",
+    "block_mean",
     "heat_strip",
+    "heatmap_panel_png",
     "histogram_png",
     "join_png",
     "message_png",
@@ -407,6 +409,21 @@ def feature_panel_png(
     if v.size == 0:
         draw.text((x0, top + area_h // 2), "nothing to draw: no values", fill=_GREY, font=font)
         return png_bytes(np.asarray(img))
+    if v.ndim == 1 and v.size > 64:  # a long vector: rows of cells, without per-cell labels
+        per_row = min(v.size, 64)
+        grid = np.zeros(math.ceil(v.size / per_row) * per_row, dtype=np.float32)
+        grid[: v.size] = v
+        return heatmap_panel_png(
+            grid.reshape(-1, per_row),
+            vmin=lo,
+            vmax=hi,
+            title=title,
+            image=image,
+            image_caption=image_caption,
+            size=size,
+            cmap=cmap,
+            count=v.size,
+        )
     rgb = colorize(v, lo, hi, cmap)
     if v.ndim == 3:
         k, h, w = v.shape
@@ -448,13 +465,128 @@ def feature_panel_png(
                 draw.text((cx + (cell - 2 - draw.textlength(t, font=font)) / 2, cy + cell), t, fill=_TEXT, font=font)
             if c == 0 and rows > 1:
                 draw.text((x0, cy + (cell - line) / 2), str(i), fill=_GREY, font=font)
-    # colour bar: the shared scale of every tile
-    bar_top, bar_bottom = top + line, height - line - 8
+    _colour_bar(img, draw, bar_x, top, lo, hi, cmap)
+    return png_bytes(np.asarray(img))
+
+
+def _colour_bar(
+    img: Image.Image, draw: ImageDraw.ImageDraw, bar_x: int, top: int, lo: float, hi: float, cmap: str
+) -> None:
+    """The colour bar on the right of a panel: the shared scale of everything drawn in it."""
+    line = FONT_PX + 4
+    bar_top, bar_bottom = top + line, img.height - line - 8
     ramp = colorize(np.linspace(1.0, 0.0, max(2, bar_bottom - bar_top))[:, None].repeat(12, axis=1), 0.0, 1.0, cmap)
     img.paste(Image.fromarray(ramp), (bar_x, bar_top))
     draw.rectangle([bar_x - 1, bar_top - 1, bar_x + 12, bar_top + ramp.shape[0]], outline=_GREY)
-    draw.text((bar_x - 6, top), f"{hi:.3g}", fill=_TEXT, font=font)
-    draw.text((bar_x - 6, bar_bottom + 3), f"{lo:.3g}", fill=_TEXT, font=font)
+    draw.text((bar_x - 6, top), f"{hi:.3g}", fill=_TEXT, font=_font())
+    draw.text((bar_x - 6, bar_bottom + 3), f"{lo:.3g}", fill=_TEXT, font=_font())
+
+
+def block_mean(
+    values: np.ndarray, max_rows: int, max_cols: int, real: np.ndarray | None = None
+) -> tuple[np.ndarray, tuple[int, int], np.ndarray]:
+    """Shrink a 2-D array to at most ``max_rows x max_cols`` by averaging blocks.
+
+    Returns the smaller array, the block size ``(rows, cols)`` and which of its cells hold any real
+    entry (``real`` marks the entries that are values rather than padding; all of them by default).
+    NaN/Inf stay visible: a block holding any non-finite value becomes NaN (drawn magenta), so a
+    single bad value is never averaged away. An array that fits comes back as it is, block ``(1, 1)``.
+    """
+    a = np.asarray(values, dtype=np.float32)
+    rows, cols = a.shape
+    mask = np.ones(a.shape, dtype=bool) if real is None else np.asarray(real, dtype=bool)
+    fy, fx = max(1, math.ceil(rows / max(1, max_rows))), max(1, math.ceil(cols / max(1, max_cols)))
+    if fy == 1 and fx == 1:
+        return a, (1, 1), mask
+    shape = (math.ceil(rows / fy) * fy, math.ceil(cols / fx) * fx)
+    padded = np.zeros(shape, dtype=np.float32)
+    padded[:rows, :cols] = a
+    keep = np.zeros(shape, dtype=bool)
+    keep[:rows, :cols] = mask
+
+    def blocks(x: np.ndarray) -> np.ndarray:
+        return x.reshape(shape[0] // fy, fy, shape[1] // fx, fx).transpose(0, 2, 1, 3).reshape(
+            shape[0] // fy, shape[1] // fx, fy * fx
+        )
+
+    b, k = blocks(padded), blocks(keep)
+    bad = (~np.isfinite(b) & k).any(axis=2)
+    total = np.where(k, np.nan_to_num(b, nan=0.0, posinf=0.0, neginf=0.0), 0.0).sum(axis=2)
+    out = (total / np.maximum(k.sum(axis=2), 1)).astype(np.float32)
+    out[bad] = np.nan
+    return out, (fy, fx), k.any(axis=2)
+
+
+def heatmap_panel_png(
+    values: np.ndarray,
+    *,
+    row_label: str = "position",
+    col_label: str = "feature",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    title: str = "",
+    image: np.ndarray | None = None,
+    image_caption: str = "",
+    size: tuple[int, int] = (430, 290),
+    cmap: str = "viridis",
+    count: int | None = None,
+) -> bytes:
+    """A 2-D output that is not an image - ``(positions, features)`` of a sequence model - as one heat map.
+
+    Rows are ``row_label`` (a token or time step), columns ``col_label`` (a hidden unit, a class). The
+    map is enlarged to fill the panel, or averaged in blocks when it has more rows or columns than
+    the panel has pixels (the caption under it says so). Same frame as :func:`feature_panel_png`:
+    fixed ``size``, the input on the left when ``image`` is given, one colour bar, NaN/Inf magenta.
+    ``count``: only the first ``count`` entries in row-major order are values (a long vector laid out
+    in rows); the cells after them are drawn white, not as values.
+    """
+    width, height = size
+    img = Image.new("RGB", size, (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    font = _font()
+    line = FONT_PX + 4
+    draw.text((6, 3), _fit(draw, title, width - 12), fill=_TEXT, font=font)
+    top = line + 8
+    x0 = 6
+    if image is not None:
+        pic = np.asarray(image, dtype=np.float32).reshape(np.asarray(image).shape[-2:])
+        box = 84
+        scale = max(1, box // max(pic.shape))
+        gray = colorize(pic, cmap="gray")
+        gray = np.repeat(np.repeat(gray, scale, axis=0), scale, axis=1)[:box, :box]
+        img.paste(Image.fromarray(gray), (x0, top + line))
+        draw.text((x0, top), "input", fill=_GREY, font=font)
+        for i, text in enumerate(_wrap(draw, image_caption, box + 6)[:3]):
+            draw.text((x0, top + line + gray.shape[0] + 4 + i * line), text, fill=_TEXT, font=font)
+        x0 += box + 14
+    v = np.asarray(values, dtype=np.float32)
+    if v.ndim != 2:
+        raise ValueError(f"a heat map needs a 2-D array (rows, columns), got shape {v.shape}")
+    lo, hi = finite_range(v) if vmin is None or vmax is None else (float(vmin), float(vmax))
+    bar_x = width - 64
+    area_w, area_h = bar_x - 10 - x0, height - top - 2 * line - 10
+    if v.size == 0:
+        draw.text((x0, top + area_h // 2), "nothing to draw: no values", fill=_GREY, font=font)
+        return png_bytes(np.asarray(img))
+    rows, cols = v.shape
+    real = None if count is None else (np.arange(v.size) < count).reshape(v.shape)
+    small, (fy, fx), filled = block_mean(v, area_h, area_w, real)
+    rgb = colorize(small, lo, hi, cmap)
+    rgb[~filled] = (255, 255, 255)
+    sy = max(1, area_h // small.shape[0])
+    sx = max(1, area_w // small.shape[1])
+    scale = min(sx, sy) if min(sx, sy) * 4 >= max(sx, sy) else None  # square cells unless very lopsided
+    sy, sx = (scale, scale) if scale else (sy, sx)
+    tile = np.repeat(np.repeat(rgb, sy, axis=0), sx, axis=1)
+    oy = top + line
+    img.paste(Image.fromarray(tile), (x0, oy))
+    head = f"rows: {row_label} 0-{rows - 1}" if count is None else f"{count} values in rows of {cols}"
+    draw.text((x0, top), _fit(draw, head, area_w), fill=_GREY, font=font)
+    caption = f"columns: {col_label} 0-{cols - 1}" if count is None else f"value i: row i // {cols}, column i % {cols}"
+    if (fy, fx) != (1, 1):
+        caption += f" · mean of {fy}x{fx} blocks"
+    draw.text((x0, oy + tile.shape[0] + 3), _fit(draw, caption, area_w), fill=_GREY, font=font)
+    _colour_bar(img, draw, bar_x, top, lo, hi, cmap)
     return png_bytes(np.asarray(img))
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -172,3 +175,23 @@ def nested_tuple_add_steering(block, vector):
 def test_plausible_wrong_answers_get_a_specific_hint(check, wrong, hint):
     with pytest.raises(ExerciseNotSolved, match=hint):
         check(wrong)
+
+
+# ---------------------------------------------------------------- the clinic's numbering and its symptom index
+
+
+def _clinic_markdown() -> list[str]:
+    """The source of every markdown cell of notebook 11, in order."""
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "11_mistakes_clinic.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown"]
+
+
+def test_mistakes_are_numbered_in_order_and_each_is_in_the_symptom_index():
+    markdown = _clinic_markdown()
+    anchors = [int(n) for text in markdown for n in re.findall(r'<a id="mistake-(\d\d)"></a>', text)]
+    assert anchors == list(range(1, len(anchors) + 1)), "mistake anchors must run 01, 02, ... without gaps"
+    index = next(text for text in markdown if '<a id="index"></a>' in text)
+    indexed = {int(n) for n in re.findall(r"\]\(#mistake-(\d\d)\)", index)}
+    assert indexed == set(anchors), f"sections missing from the index: {sorted(set(anchors) - indexed)}"
+    assert f"to recognise {len(anchors)} hook bugs" in markdown[0]

@@ -78,3 +78,63 @@ def test_default_start_method_is_never_fork():
 def test_fork_is_refused_with_a_clear_error():
     with pytest.raises(ValueError, match="forkserver' or 'spawn'"):
         run_ddp_demo(start_method="fork")
+
+
+# --- notebook 13: what parameter hooks see under DDP ---------------------------------------------------
+
+
+def _check_probe(probe: list[dict], world_size: int) -> None:
+    from hookviz.ddp_demo import PROBE_PLACES
+
+    assert [rank["rank"] for rank in probe] == list(range(world_size))
+    average = sum(rank["local_grad"] for rank in probe) / world_size
+    for rank in probe:
+        local = rank["local_grad"]
+        assert not torch.allclose(local, average, atol=1e-3), "each rank must see other data"
+        for mode in ("no_sync", "synced"):
+            seen = rank["steps"][mode]
+            assert set(seen) == set(PROBE_PLACES)
+            for place in ("tensor_hook", "post_accumulate_grad_hook"):
+                assert len(seen[place]) == 1 and torch.allclose(seen[place][0], local, atol=1e-6), (mode, place)
+            after = seen["after_backward"][0]
+            assert torch.allclose(after, local if mode == "no_sync" else average, atol=1e-6), mode
+        assert rank["steps"]["no_sync"]["step_pre_hook"] == []
+        assert torch.allclose(rank["steps"]["synced"]["step_pre_hook"][0], average, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_hook_probe_shows_local_gradients_in_hooks_twice_in_a_row():
+    from hookviz.ddp_demo import run_ddp_hook_probe
+
+    _run_autograd_in_this_process()
+    first = run_ddp_hook_probe(world_size=2, batch_size=64)
+    _check_probe(first, 2)
+    second = run_ddp_hook_probe(world_size=2, batch_size=64)
+    _check_probe(second, 2)
+    assert torch.equal(first[0]["local_grad"], second[0]["local_grad"])
+
+
+@pytest.mark.slow
+def test_hook_probe_with_three_ranks():
+    from hookviz.ddp_demo import run_ddp_hook_probe
+
+    _check_probe(run_ddp_hook_probe(world_size=3, batch_size=60), 3)
+
+
+@pytest.mark.slow
+def test_hook_probe_timeout_kills_the_workers_and_the_next_run_works():
+    import multiprocessing
+
+    from hookviz.ddp_demo import run_ddp_hook_probe
+
+    with pytest.raises(RuntimeError, match="did not finish within"):
+        run_ddp_hook_probe(world_size=2, timeout_s=0.05)
+    assert not multiprocessing.active_children()
+    _check_probe(run_ddp_hook_probe(world_size=2), 2)
+
+
+def test_hook_probe_refuses_fork():
+    from hookviz.ddp_demo import run_ddp_hook_probe
+
+    with pytest.raises(ValueError, match="forkserver' or 'spawn'"):
+        run_ddp_hook_probe(start_method="fork")

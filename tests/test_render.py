@@ -90,3 +90,19 @@ def test_text_is_legible_and_messages_replace_empty_axes() -> None:
     assert _image(message_png("nothing to draw")).shape == (210, 300, 3)
     joined = _image(join_png([message_png("a"), message_png("b", size=(100, 50))], gap=8))
     assert joined.shape == (210, 408, 3)
+
+
+def test_heatmap_panel_fits_any_sequence_and_keeps_nan_visible() -> None:
+    from hookviz.render import BAD_COLOR, block_mean, heatmap_panel_png
+
+    small = _image(heatmap_panel_png(np.arange(7 * 16, dtype=np.float32).reshape(7, 16), title="lstm"))
+    wide = np.random.default_rng(0).normal(size=(300, 768)).astype(np.float32)
+    wide[5, 5] = np.nan
+    big = _image(heatmap_panel_png(wide, title="a long sequence"))
+    assert small.shape == big.shape == (290, 430, 3)  # a fixed panel, whatever it shows
+    assert (big == BAD_COLOR).all(axis=-1).any()  # one NaN is not averaged away
+    out, block, filled = block_mean(np.arange(12.0).reshape(3, 4), 2, 2)
+    assert block == (2, 2) and filled.all()
+    np.testing.assert_allclose(out, [[2.5, 4.5], [8.5, 10.5]])  # the padding row is not counted
+    long_vector = _image(feature_panel_png(np.arange(1000.0), title="1000 values"))
+    assert long_vector.shape == (290, 430, 3)

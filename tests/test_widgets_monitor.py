@@ -211,3 +211,53 @@ def test_static_fallback_and_legible_pictures() -> None:
     assert [t.get_text() for t in depth_axes.get_yticklabels()] == mon.state.layer_names  # names, not indices
     legend_axes = fig.axes[4]
     assert not legend_axes.axison and legend_axes.get_legend() is not None  # a legend beside, not over, the lines
+
+
+def test_stop_train_again_picker_and_a_second_monitor_in_the_background() -> None:
+    """What notebook 06 used to run in front of learners, kept here: the threading of Train/Stop."""
+    model = hookviz.DigitsCNN()
+    mon = TrainingMonitor(model, _slow(digits_step_fn(model)))
+    mon.start(100_000)  # far more than will run: Stop ends it
+    while mon.state.step < 3:
+        time.sleep(0.01)
+    assert mon.state.running and mon.stop_button.disabled is False
+    mon.layer.value = "features.4"  # the picker, used while it trains
+    mon.stop()
+    assert mon.state.wait(timeout=60)
+    stopped_at = mon.state.step
+    assert stopped_at < 100_000 and not hookviz.list_hooks(model)
+    assert mon.live_img.value == mon.state.live_png("features.4")  # the live row shows the picked layer
+    mon.start(5)  # Train again: continues from the stop
+    assert mon.state.wait(timeout=60) and mon.state.step == stopped_at + 5
+    old_thread = mon.start(100_000)
+    TrainingMonitor(model, _slow(digits_step_fn(model)))  # a new monitor on the same model
+    old_thread.join(timeout=60)
+    assert not old_thread.is_alive() and not hookviz.list_hooks(model)
+
+
+def test_exercise_largest_grad_layer_refuses_a_guessed_name() -> None:
+    from hookviz.exercises import ExerciseNotSolved, nb06
+
+    model = hookviz.DigitsCNN()
+    state = MonitorState(model, digits_step_fn(model))
+    state.run(12)
+    right = state.layer_names[int(np.argmax(state.grad_by_depth()))]
+
+    def solution(s):  # noqa: ANN001, ANN202
+        return s.layer_names[int(np.argmax(s.grad_by_depth()))]
+
+    nb06.check_largest_grad_layer(solution, state)
+    for guess in state.layer_names:  # any constant name, the right one for this run too
+        with pytest.raises(ExerciseNotSolved, match="not the largest for every state") as refused:
+            nb06.check_largest_grad_layer(lambda s, g=guess: g, state)
+        assert right not in str(refused.value)  # the hint never quotes the answer
+
+    def stub(s):  # noqa: ANN001, ANN202
+        raise NotImplementedError
+
+    with pytest.raises(ExerciseNotSolved, match="not solved yet"):
+        nb06.check_largest_grad_layer(stub, state)
+    with pytest.raises(ExerciseNotSolved, match="should be a function"):
+        nb06.check_largest_grad_layer("features.0", state)
+    with pytest.raises(ExerciseNotSolved, match="TypeError"):
+        nb06.check_largest_grad_layer(lambda s: min(s.layer_names, key=len)(), state)

@@ -15,11 +15,12 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, expect, passed
 
 __all__ = ["check_sampled_hook", "check_script_pre_hook", "check_local_only_comm_hook"]
 
 
+@checker
 def check_sampled_hook(make_sampled_hook: Callable[[list, int], Callable[..., Any]]) -> None:
     """Exercise 2: ``make_sampled_hook(store, every)`` returns a forward hook that appends the mean of
     the module's output (a Python float) to ``store`` on calls 0, ``every``, ``2 * every``, ...
@@ -60,6 +61,7 @@ def check_sampled_hook(make_sampled_hook: Callable[[list, int], Callable[..., An
     passed("the hook records every k-th call only: the other calls cost one counter increment")
 
 
+@checker
 def check_script_pre_hook(hook: Callable[..., Any]) -> None:
     """Exercise 1: ``hook`` is a forward pre-hook that doubles a module's (single) input and that
     ``torch.jit.script`` can compile (both arguments and the return value annotated)."""
@@ -111,6 +113,7 @@ def _free_port() -> int:
     return free_port()
 
 
+@checker
 def check_local_only_comm_hook(hook: Callable[..., Any]) -> None:
     """Exercise 3: ``hook(state, bucket)`` is a DDP communication hook that does no communication at
     all: it returns an already completed future holding the bucket's own (local) gradients.

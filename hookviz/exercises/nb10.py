@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hookviz.exercises import ExerciseNotSolved, expect, passed
+from hookviz.exercises import ExerciseNotSolved, checker, expect, passed
 
 __all__ = ["check_quiz_calls", "check_quiz_survivors", "SURVIVOR_OPTIONS"]
 
@@ -36,6 +36,7 @@ def _count_calls() -> int:
     return len(calls)
 
 
+@checker
 def check_quiz_calls(answer: Any) -> None:
     """Quiz 1: how many times does the hook run in one forward pass?"""
     expect(answer is not None, "not answered yet: set `answer` to a whole number")
@@ -82,6 +83,7 @@ def _survivors() -> set[str]:
     return kept
 
 
+@checker
 def check_quiz_survivors(answer: Any) -> None:
     """Quiz 2: the set of options (from ``SURVIVOR_OPTIONS``) after which the hook still runs."""
     expect(answer is not None, f"not answered yet: set `answer` to a set of names from {SURVIVOR_OPTIONS}")

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, expect, passed
 from hookviz.hooks_table import list_hooks
 
 __all__ = ["check_record_output_shapes", "check_log_weight_grad_norms", "check_add_steering", "TupleBlock"]
@@ -44,6 +44,7 @@ def _remove_and_verify(handles: list[Any], model: nn.Module) -> None:
     )
 
 
+@checker
 def check_record_output_shapes(record_output_shapes: Callable[..., Any]) -> None:
     """Exercise 1: one output shape per direct child, stored under that child's own name."""
     torch.manual_seed(0)
@@ -73,6 +74,7 @@ def check_record_output_shapes(record_output_shapes: Callable[..., Any]) -> None
     passed("one shape per layer, each under its own name")
 
 
+@checker
 def check_log_weight_grad_norms(log_weight_grad_norms: Callable[..., Any]) -> None:
     """Exercise 2: the norm of each Linear weight's gradient from the current backward pass."""
     torch.manual_seed(0)
@@ -136,6 +138,7 @@ class _TupleNet(nn.Module):
         return self.head(hidden)
 
 
+@checker
 def check_add_steering(add_steering: Callable[..., Any]) -> None:
     """Exercise 3: steer the hidden state of a tuple-returning block without breaking the tuple."""
     torch.manual_seed(0)

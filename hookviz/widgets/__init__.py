@@ -10,12 +10,17 @@ Each widget draws a static PNG of its state where no widget front end exists (``
 and an ``image/png`` entry in its display bundle).
 """
 
+from hookviz.widgets.attention import ATTENTION_KEY, AttentionExplorer, AttentionState, capture_attention
 from hookviz.widgets.common import StaticPicture
 from hookviz.widgets.explorer import EXPLORER_KEY, CapturedPass, ExplorerState, LayerExplorer, LayerInfo
 from hookviz.widgets.monitor import MONITOR_KEY, MonitorState, StepStats, TrainingMonitor, digits_step_fn
 from hookviz.widgets.timeline import HOOK_KINDS, HookEvent, HookTimeline, TimelineState, small_model
 
 __all__ = [
+    "ATTENTION_KEY",
+    "AttentionExplorer",
+    "AttentionState",
+    "capture_attention",
     "EXPLORER_KEY",
     "CapturedPass",
     "HOOK_KINDS",

@@ -11,13 +11,18 @@ update, identical in JupyterLab, nbclient, nbval and a plain pytest process.
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
+from collections.abc import Iterator
 from typing import Any
 
 import ipywidgets as widgets
+import torch
+from torch import nn
 
 __all__ = [
     "StaticFallback",
+    "run_mode",
     "StaticPicture",
     "caption_html",
     "refuse",
@@ -138,3 +143,28 @@ def caption_html(text: str) -> str:
     return (
         f"<div style='white-space:normal;word-break:normal;overflow-wrap:normal;line-height:1.4'>{escape(text)}</div>"
     )
+
+
+@contextlib.contextmanager
+def run_mode(model: nn.Module, training: bool) -> Iterator[None]:
+    """Run ``model`` in train or eval mode, then put **every** submodule's own mode back.
+
+    ``model.train(was_training)`` would not do: a model that is training with some parts frozen in
+    eval mode (BatchNorm layers of a fine-tuned backbone, say) would come back with those parts
+    training. cuDNN's RNN kernels refuse backward in eval mode, so while an ``nn.RNNBase`` (LSTM, GRU,
+    RNN) runs on a GPU in eval mode here, cuDNN is switched off (PyTorch's own kernels are used).
+    """
+    modes = [(module, module.training) for module in model.modules()]
+    recurrent_on_gpu = not training and any(
+        isinstance(m, nn.RNNBase) and any(p.is_cuda for p in m.parameters()) for m, _ in modes
+    )
+    cudnn = torch.backends.cudnn.enabled
+    model.train(training)
+    try:
+        if recurrent_on_gpu:
+            torch.backends.cudnn.enabled = False  # only this flag: benchmark/deterministic stay as they are
+        yield
+    finally:
+        torch.backends.cudnn.enabled = cudnn
+        for module, mode in modes:
+            module.training = mode

@@ -6,11 +6,18 @@ batch); :class:`ExplorerState` is a view cursor over it (layer, sample, channel 
 answers every choice from the captured arrays, and takes a new pass only when the gradient target
 changes. :class:`LayerExplorer` is a thin ipywidgets view over the state; pictures come from
 :mod:`hookviz.render`.
+
+Any model, any inputs: each layer is drawn by its output's shape per sample (feature maps for
+``(C, H, W)``, one heat map for the ``(positions, features)`` of a transformer or an LSTM, a heat strip
+for a vector); a tuple output shows its first tensor and says so; an output with no tensor or no batch
+dimension first is refused with the layer's name and the reason. The model comes back as it was.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,10 +27,17 @@ import torch
 from torch import Tensor, nn
 
 from hookviz.capture import capture, iter_tensors, value_at
-from hookviz.render import feature_panel_png, finite_range, histogram_png, join_png, message_png
+from hookviz.render import (
+    feature_panel_png,
+    finite_range,
+    heatmap_panel_png,
+    histogram_png,
+    join_png,
+    message_png,
+)
 from hookviz.summarize import Histogram, as_numpy, histogram
 from hookviz.text import closest_hint, text_table
-from hookviz.widgets.common import StaticFallback, caption_html, refuse, row, show_png
+from hookviz.widgets.common import StaticFallback, caption_html, refuse, row, run_mode, show_png
 
 __all__ = ["EXPLORER_KEY", "CapturedPass", "ExplorerState", "LayerExplorer", "LayerInfo"]
 
@@ -48,16 +62,63 @@ class LayerInfo:
         return f"{self.name} · {self.type} · {shape}"
 
 
+def _kind_of(value: Any) -> str:
+    """A short word for one element of a module output: ``Tensor``, ``None``, ``tuple`` ..."""
+    return "Tensor" if isinstance(value, Tensor) else "None" if value is None else type(value).__name__
+
+
 def _first_tensor(value: Any) -> tuple[tuple[int | str, ...], Tensor | None, str]:
-    """Path and value of the first tensor in a module output, and a note when it is inside a structure."""
+    """Path and value of the first tensor in a module output, and a note when it is inside a structure.
+
+    The note names what the structure holds, so that a learner sees what was left out: an LSTM's
+    ``(output, (h, c))`` reads "tuple of 2; showing element [0] (elements: Tensor, tuple)".
+    """
     for path, tensor in iter_tensors(value):
         if not path:
             return path, tensor, ""
         where = f"element [{path[0]}]" if isinstance(path[0], int) else f"key {path[0]!r}"
         nested = "".join(f"[{step!r}]" for step in path[1:])
-        size = f" of {len(value)}" if isinstance(value, (tuple, list)) else ""
-        return path, tensor, f"output is a {type(value).__name__}{size}; showing {where}{nested}"
-    return (), None, f"output of type {type(value).__name__} holds no tensor"
+        if isinstance(value, (tuple, list)):
+            size = f" of {len(value)}"
+            parts = f" (elements: {', '.join(_kind_of(v) for v in value)})"
+        elif isinstance(value, dict):
+            size, parts = "", f" (keys: {', '.join(map(repr, value))})"
+        else:
+            size = parts = ""
+        return path, tensor, f"output is a {type(value).__name__}{size}; showing {where}{nested}{parts}"
+    if value is None:
+        return (), None, "the output is None (the module returns nothing to show)"
+    return (), None, f"the output is a {type(value).__name__} with no tensor in it"
+
+
+def _not_called_note(name: str, modules: dict[str, nn.Module]) -> str:
+    """Why a module produced no output in the pass: a container, weights used directly, or skipped."""
+    module = modules.get(name)
+    parent = modules.get(name.rpartition(".")[0]) if name else None
+    if isinstance(module, (nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterDict)):
+        return f"not called: a {type(module).__name__} only holds modules; its parent calls them one by one"
+    if isinstance(parent, nn.MultiheadAttention):
+        return "not called: MultiheadAttention uses this layer's weights directly, never calls it"
+    return "not called in this pass (its parent may use its weights directly, or a fused fast path skipped it)"
+
+
+@contextlib.contextmanager
+def _restored(buffers: list[tuple[Tensor, Tensor]]) -> Iterator[None]:
+    """Copy each saved value back into its buffer on the way out (a look must not train the model)."""
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for buffer, saved in buffers:
+                buffer.copy_(saved)
+
+
+def _batch_note(module: nn.Module | None, shape: tuple[int, ...], n: int) -> str:
+    """Why an output cannot be shown per sample: its first dimension is not the batch."""
+    text = f"cannot show: shape {shape} has no batch dimension of {n} first"
+    if getattr(module, "batch_first", True) is False:
+        text += f" ({type(module).__name__} has batch_first=False: its outputs are (sequence, batch, ...))"
+    return text
 
 
 @dataclass
@@ -76,6 +137,7 @@ class CapturedPass:
     grad_notes: dict[str, str] = field(default_factory=dict)
     n_outputs: int | None = None
     output_note: str = ""
+    output_shape: tuple[int, ...] | None = None
 
     @staticmethod
     def target_value(out: Tensor, target: str | int, labels: Tensor | None) -> Tensor:
@@ -83,18 +145,28 @@ class CapturedPass:
         if target == "loss":
             if labels is None:
                 raise ValueError("target='loss' needs labels; pass labels=... or target='predicted' or a class index")
+            if out.ndim == 3 and tuple(labels.shape) == tuple(out.shape[:2]):  # a class per position
+                flat, flat_labels = out.reshape(-1, out.shape[-1]), labels.reshape(-1).to(out.device)
+                return nn.functional.cross_entropy(flat, flat_labels, reduction="sum")
             if out.ndim != 2:
                 raise ValueError(
-                    f"target='loss' needs (N, classes) logits, the model returned shape {tuple(out.shape)}"
+                    "target='loss' needs (N, classes) logits with (N,) labels, or (N, positions, classes) "
+                    f"logits with (N, positions) labels; the model returned shape {tuple(out.shape)} "
+                    f"for labels of shape {tuple(labels.shape)}"
                 )
             return nn.functional.cross_entropy(out, labels.to(out.device), reduction="sum")
         if target == "predicted":
             return out.reshape(len(out), -1).max(dim=1).values.sum()
         if isinstance(target, int) and not isinstance(target, bool):
-            if out.ndim != 2 or not 0 <= target < out.shape[1]:
+            if out.ndim not in (2, 3) or not 0 <= target < out.shape[-1]:
                 raise ValueError(f"class {target} does not exist in the model output of shape {tuple(out.shape)}")
-            return out[:, target].sum()
+            return out[..., target].sum()
         raise ValueError(f"target must be 'loss', 'predicted' or a class index, not {target!r}")
+
+    @staticmethod
+    def classes_of(out: Tensor) -> int | None:
+        """How many classes a model output scores: ``C`` for ``(N, C)`` and ``(N, positions, C)`` logits."""
+        return int(out.shape[-1]) if out.ndim in (2, 3) else None
 
     @classmethod
     def run(
@@ -110,45 +182,52 @@ class CapturedPass:
     ) -> CapturedPass:
         """One forward and backward pass of ``inputs`` with every layer in ``layer_names`` captured.
 
-        The model runs in ``train_mode`` and is put back in its own mode; its parameters' ``.grad``
-        are not touched (the gradient is taken with ``torch.autograd.grad``, with respect to a copy
-        of the input that requires grad, so it reaches every layer even when all weights are frozen).
+        The model runs in ``train_mode`` (its buffers, such as BatchNorm's running statistics, are
+        restored after a train-mode pass) and every submodule is put back in its own mode; its
+        parameters' ``.grad`` and ``requires_grad`` are not touched (the gradient is taken with
+        ``torch.autograd.grad``, with respect to a copy of the input that requires grad, so it reaches
+        every layer even when all weights are frozen; for integer inputs such as tokens, with respect
+        to the parameters that require grad, without writing their ``.grad``).
         """
         data = cls(target)
         x = inputs.clone()
         if x.is_floating_point():
             x.requires_grad_(True)
-        was_training = model.training
-        model.train(train_mode)
-        try:
-            with capture(model, layer_names, key=key) as cap:
-                out_value = model(x)
-                _, out, data.output_note = _first_tensor(out_value)
-                if out is None:
-                    raise TypeError(f"the model returned {type(out_value).__name__} with no tensor in it")
-                data.n_outputs = int(out.shape[1]) if out.ndim == 2 else None
-                value = cls.target_value(out, target, labels)
-                wrt = [x] if x.requires_grad else [p for p in model.parameters() if p.requires_grad]
-                if value.requires_grad and wrt:
-                    torch.autograd.grad(value, wrt, allow_unused=True)
-                    grad_missing = ""
-                else:
-                    grad_missing = "the output does not require grad (frozen model and integer input?)"
-        finally:
-            model.train(was_training)
+        # In train mode BatchNorm updates its running statistics: they are put back after the pass.
+        buffers = [(b, b.clone()) for b in model.buffers()] if train_mode else []
+        with run_mode(model, train_mode), capture(model, layer_names, key=key) as cap, _restored(buffers):
+            out_value = model(x)
+            _, out, data.output_note = _first_tensor(out_value)
+            if out is None:
+                raise TypeError(f"the model returned {type(out_value).__name__} with no tensor in it")
+            data.n_outputs = cls.classes_of(out)
+            data.output_shape = tuple(out.shape[1:])
+            value = cls.target_value(out, target, labels)
+            wrt = [x] if x.requires_grad else [p for p in model.parameters() if p.requires_grad]
+            if value.requires_grad and wrt:
+                torch.autograd.grad(value, wrt, allow_unused=True)
+                grad_missing = ""
+            else:
+                grad_missing = "the output does not require grad (frozen model and integer input?)"
         n = len(inputs)
+        modules = dict(model.named_modules())
         for name, record in cap.records.items():
             if not record.activations:
-                data.info[name] = LayerInfo(name, record.module_type, None, 0, "not called in forward()")
+                data.info[name] = LayerInfo(name, record.module_type, None, 0, _not_called_note(name, modules))
                 continue
             path, act, note = _first_tensor(record.activations[-1])
             notes = [note] if note else []
             if record.calls > 1:
                 notes.append(f"called {record.calls} times; showing the last call")
-            if act is None or act.ndim == 0 or act.shape[0] != n:
-                shape_msg = "no tensor" if act is None else f"shape {tuple(act.shape)} has no batch dimension of {n}"
-                data.info[name] = LayerInfo(name, record.module_type, None, record.calls, f"cannot show: {shape_msg}")
+            if act is None:
+                data.info[name] = LayerInfo(name, record.module_type, None, record.calls, f"cannot show: {note}")
                 continue
+            if act.ndim == 0 or act.shape[0] != n:
+                why = _batch_note(modules.get(name), tuple(act.shape), n)
+                data.info[name] = LayerInfo(name, record.module_type, None, record.calls, "; ".join([why, *notes]))
+                continue
+            if getattr(modules.get(name), "batch_first", True) is False:
+                notes.append("batch_first=False: dimension 0 may be the sequence, not the sample")
             data.activations[name] = as_numpy(act)
             grad = value_at(record.gradients[-1], path)  # the gradient of the very tensor shown
             if isinstance(grad, Tensor) and tuple(grad.shape) == tuple(act.shape):
@@ -169,10 +248,14 @@ class ExplorerState:
     """A view cursor (layer, sample, page, order) over one :class:`CapturedPass` of a model.
 
     Args:
-        model: any ``nn.Module``. It is run in eval mode (``train_mode=False``) and put back in its
-            own mode afterwards; parameter ``.grad`` fields are not touched.
-        inputs: a batch (first dimension = samples). A batch of one is fine.
-        labels: optional targets; with them the gradient is of the summed cross-entropy loss.
+        model: any ``nn.Module`` (a CNN, a transformer, an LSTM ...). It is run in eval mode
+            (``train_mode=False``) and every submodule is put back in its own mode afterwards; hooks
+            of its own stay, parameter ``.grad`` and ``requires_grad`` are not touched, and buffers
+            changed by a ``train_mode=True`` pass are restored.
+        inputs: a batch (first dimension = samples): images, sequences ``(N, L, F)`` for a
+            ``batch_first`` model, integer tokens ``(N, L)`` ... A batch of one is fine.
+        labels: optional targets, ``(N,)`` for ``(N, classes)`` logits or ``(N, L)`` for per-position
+            logits ``(N, L, classes)``; with them the gradient is of the summed cross-entropy loss.
         target: ``"loss"`` (needs labels), ``"predicted"`` (each sample's top logit) or a class index.
         layers: qualified names to offer; default every submodule (containers included).
         page_size: channels per page of the mosaic.
@@ -353,8 +436,14 @@ class ExplorerState:
 
     @property
     def kind(self) -> str:
-        """``"maps"`` for per-sample outputs with channels and space, ``"strip"`` for vectors."""
-        return "maps" if self.activation().ndim >= 2 else "strip"
+        """How the chosen layer is drawn, from its per-sample shape.
+
+        ``"maps"`` for ``(channels, H, W)`` (and more dimensions, folded into channels): a mosaic;
+        ``"sequence"`` for ``(positions, features)``, what a transformer or an LSTM gives per sample:
+        one heat map, a row per position; ``"strip"`` for a vector ``(features,)``: a heat strip.
+        """
+        ndim = self.activation().ndim
+        return "maps" if ndim >= 3 else "sequence" if ndim == 2 else "strip"
 
     def maps(self) -> np.ndarray:
         """All channel maps of the chosen layer and sample as ``(C, H, W)`` (a 2-D output is one map)."""
@@ -367,7 +456,7 @@ class ExplorerState:
 
     @property
     def channels(self) -> int:
-        """Channels of the chosen layer (values, for a strip)."""
+        """Channels of the chosen layer (values, for a strip or a sequence heat map)."""
         return len(self.maps()) if self.kind == "maps" else int(self.activation().size)
 
     @property
@@ -389,6 +478,11 @@ class ExplorerState:
         start = self.page * self.page_size
         return [int(c) for c in self.channel_order()[start : start + self.page_size]]
 
+    @property
+    def is_output_layer(self) -> bool:
+        """True when the chosen layer's output has the model output's per-sample shape (the logits, say)."""
+        return self.data.output_shape is not None and self.info[self.layer].shape == self.data.output_shape
+
     def input_image(self) -> np.ndarray | None:
         """The chosen sample's input as a 2-D picture (channels averaged), or ``None`` if it is not an image."""
         x = self.inputs[self.sample]
@@ -406,7 +500,7 @@ class ExplorerState:
         key = (self.layer, self.sample, self.page, self.order)
         png = self._png_cache.get(key)
         if png is None:
-            label = "" if self.labels is None else f"label {int(self.labels[self.sample])}"
+            label = self.label_text()
             title = f"{self.layer} · sample {self.sample}"
             if self.kind == "maps":
                 maps = self.maps()
@@ -421,6 +515,17 @@ class ExplorerState:
                     image=self.input_image(),
                     image_caption=label,
                 )
+            elif self.kind == "sequence":
+                values = self.activation()
+                classes = self.n_outputs is not None and values.shape[-1] == self.n_outputs and self.is_output_layer
+                png = heatmap_panel_png(
+                    values,
+                    row_label="position",
+                    col_label="class" if classes else "feature",
+                    title=title,
+                    image=self.input_image(),
+                    image_caption=label,
+                )
             else:
                 values = self.activation().reshape(-1)
                 logits = self.n_outputs is not None and values.size == self.n_outputs
@@ -430,6 +535,23 @@ class ExplorerState:
                 self._png_cache.clear()
             self._png_cache[key] = png
         return png
+
+    def label(self) -> int | list[int] | None:
+        """The chosen sample's label: an int, a list (a label per position, for a sequence), or None."""
+        if self.labels is None:
+            return None
+        value = self.labels[self.sample]
+        return int(value) if value.numel() == 1 else [int(v) for v in value.reshape(-1)]
+
+    def label_text(self) -> str:
+        """The label as the panel prints it under the input (a long label list is cut short)."""
+        label = self.label()
+        if label is None:
+            return ""
+        if isinstance(label, int):
+            return f"label {label}"
+        shown = " ".join(map(str, label[:12]))
+        return f"labels {shown}{' …' if len(label) > 12 else ''}"
 
     def grad_histogram(self, bins: int = 40, drop_zeros: bool = False) -> Histogram | None:
         """Histogram of the chosen layer's output gradient for the chosen sample (``None`` without one)."""
@@ -483,25 +605,35 @@ class ExplorerState:
             "type": info.type,
             "shape": info.shape,
             "sample": self.sample,
-            "label": None if self.labels is None else int(self.labels[self.sample]),
+            "label": self.label(),
             "kind": self.kind,
             "channels": self.channels,
             "page": f"{self.page + 1}/{self.pages}",
-            "shown": shown if self.kind == "maps" else f"{self.channels} values",
+            "shown": shown if self.kind == "maps" else self._shown_values(),
             # None when no value is finite: finite_range's stand-in (0, 1) is for drawing, not for reading
             "range": (round(lo, 4), round(hi, 4)) if any_finite else None,
             "gradient": grad.summary() if grad is not None else f"none: {self.grad_notes.get(self.layer, '')}",
             "notes": [n for n in [info.note, self.output_note, *self.value_notes()] if n],
         }
 
+    def _shown_values(self) -> str:
+        """What a strip or a heat map shows, in words: ``10 values`` or ``8 positions x 32 features``."""
+        if self.kind == "sequence":
+            rows, cols = self.activation().shape
+            what = "classes" if self.n_outputs == cols and self.is_output_layer else "features"
+            return f"{rows} positions x {cols} {what}"
+        return f"{self.channels} values"
+
     def caption(self) -> str:
         """One line for the widget: layer, shape, sample, channels shown, value range and notes."""
         d = self.describe()
-        label = "" if d["label"] is None else f" (label {d['label']})"
+        label = f" ({self.label_text()})" if d["label"] is not None else ""
         if self.kind == "maps":
             shown = d["shown"]
             what = f"channels {', '.join(map(str, shown[:6]))}{'…' if len(shown) > 6 else ''} of {d['channels']}"
             what += f" · page {d['page']} ({'top-k by mean' if self.order == 'topk' else 'by index'})"
+        elif self.kind == "sequence":
+            what = f"{d['shown']} as a heat map (a row per position)"
         else:
             what = f"{d['channels']} values as a heat strip"
         text = f"{d['layer']} · {d['type']} · {d['shape']} · sample {d['sample']}{label} · {what}"
@@ -558,7 +690,7 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         if state.labels is not None:
             target_options.append(("loss", "loss"))
         target_options.append(("top logit", "predicted"))
-        if state.n_outputs:
+        if state.n_outputs and state.n_outputs <= 100:  # a longer list is no use in a dropdown: set_target(k)
             target_options += [(f"logit {k}", k) for k in range(state.n_outputs)]
         if state.target not in [v for _, v in target_options]:
             target_options.append((str(state.target), state.target))

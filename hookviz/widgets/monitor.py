@@ -21,7 +21,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ from hookviz.render import (
     feature_panel_png,
     figure_png,
     finite_range,
+    heatmap_panel_png,
     histogram_png,
     join_png,
     message_png,
@@ -56,9 +57,18 @@ from hookviz.summarize import (
     pad_samples,
     sample_stats,
 )
-from hookviz.widgets.common import StaticFallback, caption_html, row, show_png, show_text
+from hookviz.widgets.common import StaticFallback, caption_html, row, run_mode, show_png, show_text
 
-__all__ = ["MONITOR_KEY", "PROBE_KEY", "STOP_TIMEOUT", "MonitorState", "StepStats", "TrainingMonitor", "digits_step_fn"]
+__all__ = [
+    "MONITOR_KEY",
+    "PROBE_KEY",
+    "STOP_TIMEOUT",
+    "MonitorState",
+    "StepStats",
+    "TrainingMonitor",
+    "default_layers",
+    "digits_step_fn",
+]
 
 MONITOR_KEY = "hookviz.monitor"
 PROBE_KEY = "hookviz.monitor.probe"
@@ -101,14 +111,48 @@ def _first_tensor(value: Any) -> Tensor | None:
     return next((t for _, t in iter_tensors(value)), None)
 
 
+def default_layers(model: nn.Module) -> dict[str, nn.Module]:
+    """The layers a monitor watches by default: every module that holds parameters of its own.
+
+    That is each conv, linear and norm layer of a CNN, an ``nn.LSTM``, and an ``nn.MultiheadAttention``
+    (its ``in_proj_weight`` is its own, although it is not a leaf). A child of ``nn.MultiheadAttention``
+    (its ``out_proj``) is left out: the attention uses its weights directly and never calls it, so it
+    would never record anything. A model without parameters gets every leaf module.
+    """
+    modules = dict(model.named_modules())
+    chosen = {}
+    for name, module in modules.items():
+        if not any(True for _ in module.parameters(recurse=False)):
+            continue
+        if name and isinstance(modules.get(name.rpartition(".")[0]), nn.MultiheadAttention):
+            continue
+        chosen[name] = module
+    return chosen or resolve_layers(model)
+
+
+def _cycle(data: Iterable[Any]) -> Iterator[Any]:
+    """Batches of ``data`` for ever: a new pass (epoch) over it each time it runs out."""
+    while True:
+        empty = True
+        for batch in data:
+            empty = False
+            yield batch
+        if empty:
+            raise ValueError("data= yielded no batch at all")
+
+
 class MonitorState:
     """Train with statistics and live probe feature maps: the plain-Python core of :class:`TrainingMonitor`.
 
     Args:
-        model: the model being trained.
-        step_fn: one training step (forward, backward, optimiser step); returns the loss.
-        layers / types: which layers to watch (as in :func:`hookviz.capture`). By default every leaf
-            module that has parameters (conv, linear, norm layers), in depth order.
+        model: the model being trained: any ``nn.Module`` (a CNN, a transformer, an LSTM ...).
+        step_fn: one training step (forward, backward, optimiser step); returns the loss (a tensor,
+            a number, or ``None``). Called with no argument, or with the next batch when ``data`` is given.
+        data: optional batches (a ``DataLoader``, a list of ``(x, y)`` ...): each step calls
+            ``step_fn(batch)`` with the next one, starting a new pass over ``data`` when it runs out.
+        layers / types: which layers to watch (as in :func:`hookviz.capture`). By default every
+            module that holds parameters of its own (conv, linear, norm layers, an LSTM, an
+            attention), in depth order; see :func:`default_layers`.
         history: points of the whole-run history (even; older points are merged pairwise when full).
         sample: elements kept per tensor per hook (a fixed strided sample; 256 keeps the hooks and the
             statistics under about a third of a bare training step of the bundled CNN).
@@ -116,7 +160,8 @@ class MonitorState:
         capture_every: record every this many steps (1: every step). With more than 1 the hooks are
             attached only for the recorded steps, and the steps in between run with no hook at all.
         bins: histogram bins.
-        probe: one input sample ``(1, ...)`` whose feature maps are shown live (``None``: no live maps).
+        probe: an input batch ``(N, ...)`` whose first sample's feature maps are shown live (``None``:
+            no live maps); pass ``x[:1]`` to send only one sample through the model.
         probe_label: its label, shown with it.
         key: hookviz capture key; a new monitor with the same key replaces the old one's hooks.
     """
@@ -124,8 +169,9 @@ class MonitorState:
     def __init__(
         self,
         model: nn.Module,
-        step_fn: Callable[[], Any],
+        step_fn: Callable[..., Any],
         *,
+        data: Iterable[Any] | None = None,
         layers: str | list[str] | None = None,
         types: type[nn.Module] | tuple[type[nn.Module], ...] | None = None,
         history: int = 512,
@@ -137,14 +183,15 @@ class MonitorState:
         probe_label: int | None = None,
         key: str = MONITOR_KEY,
     ) -> None:
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+        if not callable(step_fn):
+            raise TypeError(f"step_fn must be a function that runs one training step, got {type(step_fn).__name__}")
         self.model = model
         self.step_fn = step_fn
-        if layers is None and types is None:
-            chosen = resolve_layers(model)
-            with_params = {n: m for n, m in chosen.items() if any(True for _ in m.parameters(recurse=False))}
-            chosen = with_params or chosen
-        else:
-            chosen = resolve_layers(model, layers, types)
+        self.data = data
+        self._batches: Iterator[Any] | None = None
+        chosen = default_layers(model) if layers is None and types is None else resolve_layers(model, layers, types)
         self.layer_names = list(chosen)
         self.history = RunHistory(history)
         self.recent: deque[StepStats] = deque(maxlen=_RECENT)
@@ -166,6 +213,7 @@ class MonitorState:
         self.last_error: str | None = None
         self.thread: threading.Thread | None = None
         self._nonfinite = {"activations": 0, "gradients": 0}
+        self._recorded: set[str] = set()  # watched layers that produced an output in a recorded step
         self._pending: list[tuple[int, float, list[Tensor], list[Tensor]]] = []
         self._lock = threading.RLock()  # guards everything the training thread and readers share
         self._stop = threading.Event()
@@ -267,7 +315,7 @@ class MonitorState:
                 recorded = always or (self.step + 1) % self.capture_every == 0
                 if recorded and not always:
                     cap.start()
-                loss = self.step_fn()
+                loss = self._one_step()
                 if recorded:
                     if not always:
                         cap.stop()
@@ -289,6 +337,14 @@ class MonitorState:
             with self._lock:
                 self._flush()
 
+    def _one_step(self) -> Any:
+        """Run the user's step once: ``step_fn()``, or ``step_fn(next batch)`` when ``data`` was given."""
+        if self.data is None:
+            return self.step_fn()
+        if self._batches is None:
+            self._batches = _cycle(self.data)
+        return self.step_fn(next(self._batches))
+
     def _update(self, on_update: Callable[[MonitorState], None]) -> None:
         # The training capture may still be on: the probe's (gradient-free) call lands in its records
         # before the next step's call, and _collect reads each layer's last call, so it never mixes in.
@@ -305,22 +361,23 @@ class MonitorState:
         """
         if self.probe is None:
             return {}
-        was_training = self.model.training
-        self.model.eval()
         try:
-            with torch.no_grad(), capture(self.model, self.layer_names, key=PROBE_KEY, grads=False) as cap:
+            with (
+                run_mode(self.model, False),
+                torch.no_grad(),
+                capture(self.model, self.layer_names, key=PROBE_KEY, grads=False) as cap,
+            ):
                 self.model(self.probe)
         except Exception as exc:  # a probe that does not fit the model must not stop training
             self.probe_note = f"probe failed: {type(exc).__name__}: {exc}"
             self.probe = None
             return {}
-        finally:
-            self.model.train(was_training)
         maps = {}
+        n = len(self.probe) if self.probe.ndim else 0
         for name in self.layer_names:
             record = cap.records[name]
             tensor = _first_tensor(record.activations[-1]) if record.activations else None
-            if tensor is not None and tensor.ndim >= 1 and len(tensor) == 1:
+            if tensor is not None and tensor.ndim >= 1 and len(tensor) == n:
                 maps[name] = as_numpy(tensor[0])
         with self._lock:
             self.probe_maps, self.probe_step = maps, self.step
@@ -334,6 +391,8 @@ class MonitorState:
             grad = _first_tensor(record.gradients[-1]) if record.gradients else None
             acts.append(_EMPTY if act is None else act)
             grads.append(_EMPTY if grad is None else grad)
+            if act is not None:
+                self._recorded.add(name)
         value = float(loss.detach()) if isinstance(loss, Tensor) else float(loss) if loss is not None else np.nan
         with self._lock:
             self.step += 1
@@ -471,6 +530,18 @@ class MonitorState:
             return np.full(len(self.layer_names), np.nan)
         return np.mean([s.grad_abs_mean for s in recent], axis=0)
 
+    def silent_layers(self) -> list[str]:
+        """Watched layers that produced no output in any recorded step (never called as a module).
+
+        Their statistics are NaN. Typical causes: a layer the model does not use, a child whose
+        parent uses its weights directly (``nn.MultiheadAttention``'s ``out_proj``), or a layer
+        inside a fused fast path.
+        """
+        with self._lock:
+            if not self.step:
+                return []
+            return [n for n in self.layer_names if n not in self._recorded]
+
     def probe_layers(self) -> list[str]:
         """Watched layers whose output for the probe is known."""
         with self._lock:
@@ -493,11 +564,16 @@ class MonitorState:
         if not len(losses):
             return f"no steps yet; watching {len(self.layer_names)} layers: {', '.join(self.layer_names)}"
         depth = self.grad_by_depth()
+        silent = set(self.silent_layers())
         lines = [
             f"steps 1-{self.step} in {len(self.history)} points of {self.history.width} step(s) "
             f"(at most {self.history.capacity} points)",
             f"loss: first point {losses[0]:.3f}, last {losses[-1]:.3f}",
-            "mean |grad| by depth: " + ", ".join(f"{n}={v:.1e}" for n, v in zip(self.layer_names, depth, strict=True)),
+            "mean |grad| by depth: "
+            + ", ".join(
+                f"{n}=not called" if n in silent else f"{n}={v:.1e}"
+                for n, v in zip(self.layer_names, depth, strict=True)
+            ),
         ]
         return "\n".join(lines)
 
@@ -512,10 +588,13 @@ class MonitorState:
                 "no probe sample: pass probe=..." if self.probe is None else "press Train: maps appear while it trains"
             )
             return message_png(f"feature maps of {layer}: {why}", size=(430, 290))
-        image = self.probe[0].float().numpy() if self.probe is not None and self.probe[0].ndim >= 2 else None
+        probe = self.probe
+        image = as_numpy(probe[0]) if probe is not None and probe[0].ndim >= 2 and probe.is_floating_point() else None
         caption = "" if self.probe_label is None else f"label {self.probe_label}"
         title = f"{layer} at step {step}"
-        if maps.ndim >= 2:
+        if maps.ndim == 2:  # (positions, features): a sequence model's output for one sample
+            return heatmap_panel_png(maps, title=title, image=image, image_caption=caption)
+        if maps.ndim >= 3:
             tiles = maps.reshape(-1, *maps.shape[-2:])
             return feature_panel_png(
                 tiles, [str(c) for c in range(len(tiles))], title=title, image=image, image_caption=caption
@@ -601,6 +680,8 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
         if state is None:
             if model is None:
                 raise ValueError("pass a model (and a step_fn, or it trains on the bundled digits)")
+            if step_fn is None and kwargs.get("data") is not None:
+                raise ValueError("data= needs a step_fn(batch) that trains on one of its batches")
             if step_fn is None and "probe" not in kwargs:
                 images, labels = load_digits("test")
                 kwargs["probe"], kwargs["probe_label"] = images[:1], int(labels[0])

@@ -1,0 +1,327 @@
+"""The attention explorer: pick an attention layer, a head and a sample, see its attention pattern.
+
+``nn.TransformerEncoderLayer`` calls its ``nn.MultiheadAttention`` with ``need_weights=False``, so
+no hook on it sees a pattern unless it asks for one. :func:`capture_attention` asks: for one forward
+pass it registers, through one :class:`hookviz.capture.HookGroup`, a ``with_kwargs`` forward
+pre-hook on every ``nn.MultiheadAttention`` that sets ``need_weights=True`` and
+``average_attn_weights=False``, and a forward hook that keeps the per-head weights. The hooks are
+removed on every exit path and every submodule's train/eval mode is put back, so the model then
+runs exactly as before (fast path included).
+
+:class:`AttentionState` is the plain-Python cursor (layer, head, sample) over what one pass
+captured; :class:`AttentionExplorer` is a thin ipywidgets view over it, with a static PNG fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+from PIL import Image, ImageDraw, ImageFont
+from torch import Tensor, nn
+
+from hookviz.capture import HookGroup
+from hookviz.render import FONT_PX, colorize, png_bytes
+from hookviz.text import closest_hint
+from hookviz.widgets.common import StaticFallback, caption_html, refuse, row, run_mode, show_png
+
+__all__ = ["ATTENTION_KEY", "AttentionExplorer", "AttentionState", "attention_modules", "capture_attention"]
+
+ATTENTION_KEY = "hookviz.attention"
+
+# nn.MultiheadAttention.forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+# average_attn_weights, is_causal): the arguments after the first three, by position.
+_MHA_OPTIONAL = ("key_padding_mask", "need_weights", "attn_mask", "average_attn_weights", "is_causal")
+
+
+def attention_modules(model: nn.Module) -> dict[str, nn.MultiheadAttention]:
+    """Every ``nn.MultiheadAttention`` inside ``model``, by qualified name, in ``named_modules()`` order."""
+    return {name: m for name, m in model.named_modules() if isinstance(m, nn.MultiheadAttention)}
+
+
+def _ask_for_weights(
+    module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Forward pre-hook (``with_kwargs=True``): the same call, with per-head weights requested."""
+    kwargs = dict(kwargs)
+    for name, value in zip(_MHA_OPTIONAL, args[3:], strict=False):  # optional arguments given by position
+        kwargs[name] = value
+    kwargs["need_weights"] = True
+    kwargs["average_attn_weights"] = False
+    return tuple(args[:3]), kwargs
+
+
+def capture_attention(
+    model: nn.Module,
+    inputs: Any,
+    *,
+    layers: Sequence[str] | None = None,
+    model_kwargs: dict[str, Any] | None = None,
+    key: str = ATTENTION_KEY,
+) -> dict[str, Tensor]:
+    """Run ``model(inputs, **model_kwargs)`` once in eval mode, without grad; return per-head attention.
+
+    Returns ``{name: weights}`` for every chosen ``nn.MultiheadAttention`` that was called, each of
+    shape ``(N, heads, L, S)`` (float32, on the CPU; the last call if a module runs more than once).
+    ``layers`` are qualified names (default: every ``nn.MultiheadAttention``). The hooks live only
+    during this call; each submodule's mode is restored afterwards.
+    """
+    modules = attention_modules(model)
+    if not modules:
+        raise ValueError(f"{type(model).__name__} has no nn.MultiheadAttention to show")
+    chosen = list(modules) if layers is None else list(layers)
+    for name in chosen:
+        if name not in modules:
+            raise KeyError(f"no nn.MultiheadAttention named {name!r}{closest_hint(name, list(modules))}")
+    found: dict[str, Tensor] = {}
+
+    def keep(name: str) -> Any:
+        def hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+            weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+            if isinstance(weights, Tensor):
+                if weights.is_nested:  # a padded batch the encoder turned into a nested tensor
+                    weights = weights.to_padded_tensor(0.0)
+                found[name] = weights.detach().float().cpu()
+
+        return hook
+
+    with run_mode(model, False), torch.no_grad(), HookGroup(model, key=key) as hooks:
+        for name in chosen:
+            hooks.register(modules[name], "forward_pre", _ask_for_weights, with_kwargs=True)
+            hooks.register(modules[name], "forward", keep(name))
+        model(inputs, **(model_kwargs or {}))
+    return {name: found[name] for name in chosen if name in found}
+
+
+def _default_labels(inputs: Any, n_rows: int, length: int) -> list[list[str]]:
+    """Token ids as labels for integer ``(N, L)`` inputs; positions otherwise."""
+    if isinstance(inputs, Tensor) and not inputs.is_floating_point() and inputs.ndim == 2:
+        return [[str(int(t)) for t in row_] for row_ in inputs[:n_rows, :length]]
+    return [[str(i) for i in range(length)] for _ in range(n_rows)]
+
+
+class AttentionState:
+    """A cursor (layer, head, sample) over the attention patterns of one forward pass.
+
+    Args:
+        model: any ``nn.Module`` with ``nn.MultiheadAttention`` inside (an ``nn.TransformerEncoder``,
+            say). It runs once, in eval mode and without grad; it is left exactly as it was.
+        inputs: what ``model`` is called with (a batch; first dimension = samples).
+        labels: token text per sample (``labels[sample][position]``); default: the token ids of an
+            integer input, else the positions.
+        layers: qualified names of attention modules to offer (default: all).
+        model_kwargs: extra keyword arguments of the call (``src_key_padding_mask=...``).
+        key: hookviz key of the hooks (a newer capture under the same key replaces an older one).
+
+    ``head`` is a head index or ``None`` for the mean over heads. Changing the choice never runs the
+    model again: :attr:`forward_passes` counts.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        inputs: Any,
+        *,
+        labels: Sequence[Sequence[str]] | None = None,
+        layers: Sequence[str] | None = None,
+        model_kwargs: dict[str, Any] | None = None,
+        key: str = ATTENTION_KEY,
+    ) -> None:
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"expected an nn.Module, got {type(model).__name__}")
+        self.model = model
+        self.inputs = inputs
+        weights = capture_attention(model, inputs, layers=layers, model_kwargs=model_kwargs, key=key)
+        if not weights:
+            raise ValueError(f"no nn.MultiheadAttention of {type(model).__name__} was called in the forward pass")
+        self.forward_passes = 1
+        self.patterns: dict[str, np.ndarray] = {name: w.numpy() for name, w in weights.items()}
+        first = next(iter(self.patterns.values()))
+        self.n_samples = int(first.shape[0])
+        width = max(max(p.shape[-2], p.shape[-1]) for p in self.patterns.values())
+        self.labels = (
+            [list(r) for r in labels] if labels is not None else _default_labels(inputs, self.n_samples, width)
+        )
+        self.layer = next(iter(self.patterns))
+        self.head: int | None = 0
+        self.sample = 0
+
+    @property
+    def layers(self) -> list[str]:
+        """Attention modules that were called, in module order."""
+        return list(self.patterns)
+
+    def heads(self, layer: str | None = None) -> int:
+        """Number of heads of ``layer`` (default: the chosen one)."""
+        return int(self.patterns[layer or self.layer].shape[1])
+
+    def select(
+        self, layer: str | None = None, head: int | None | str = "keep", sample: int | None = None
+    ) -> AttentionState:
+        """Change layer, head (an index, or ``None`` for the mean of the heads) or sample; never runs the model."""
+        if layer is not None:
+            if layer not in self.patterns:
+                raise KeyError(f"no attention layer named {layer!r}{closest_hint(layer, self.layers)}")
+            self.layer = layer
+        if head != "keep":
+            if head is not None and not 0 <= int(head) < self.heads():
+                raise IndexError(
+                    f"head {head} does not exist: {self.layer!r} has {self.heads()} heads (0 to {self.heads() - 1})"
+                )
+            self.head = None if head is None else int(head)
+        elif self.head is not None and self.head >= self.heads():
+            self.head = 0
+        if sample is not None:
+            if not 0 <= int(sample) < self.n_samples:
+                raise IndexError(f"sample {sample} is out of range: the batch has {self.n_samples} samples")
+            self.sample = int(sample)
+        return self
+
+    def pattern(self) -> np.ndarray:
+        """The chosen pattern, shape ``(L, S)``: row ``i`` is how query position ``i`` spreads over the keys."""
+        weights = self.patterns[self.layer][self.sample]
+        return weights.mean(axis=0) if self.head is None else weights[self.head]
+
+    def token_labels(self) -> tuple[list[str], list[str]]:
+        """``(query labels, key labels)`` of the chosen sample."""
+        rows, cols = self.pattern().shape
+        text = self.labels[self.sample] if self.sample < len(self.labels) else []
+        pad = [str(i) for i in range(max(rows, cols))]
+        full = list(text) + pad[len(text) :]
+        return full[:rows], full[:cols]
+
+    def describe(self) -> dict[str, Any]:
+        """The current view in plain data (for tests and notebooks): the strongest key of every query."""
+        pattern = self.pattern()
+        return {
+            "layer": self.layer,
+            "head": "mean" if self.head is None else self.head,
+            "sample": self.sample,
+            "shape": tuple(pattern.shape),
+            "argmax": [int(i) for i in pattern.argmax(axis=1)],
+        }
+
+    def caption(self) -> str:
+        """One line: layer, head, sample and what the picture shows."""
+        head = "mean of heads" if self.head is None else f"head {self.head}/{self.heads()}"
+        rows, cols = self.pattern().shape
+        return f"{self.layer} · {head} · sample {self.sample} · {rows} queries (rows) x {cols} keys (columns)"
+
+    def png(self) -> bytes:
+        """The chosen pattern as a labelled heat map (0 to 1, one colour scale for every head)."""
+        queries, keys = self.token_labels()
+        head = "mean" if self.head is None else f"head {self.head}"
+        return attention_png(self.pattern(), queries, keys, title=f"{self.layer} · {head} · sample {self.sample}")
+
+    def __repr__(self) -> str:
+        head = "mean" if self.head is None else self.head
+        return (
+            f"AttentionState(layer={self.layer!r}, head={head!r}, sample={self.sample}, "
+            f"forward_passes={self.forward_passes})"
+        )
+
+
+def attention_png(pattern: np.ndarray, queries: Sequence[str], keys: Sequence[str], title: str = "") -> bytes:
+    """A ``(L, S)`` attention pattern as a heat map on a 0-1 scale, keys labelled on top, queries on the left."""
+    font = ImageFont.load_default(size=FONT_PX)
+    rows, cols = pattern.shape
+    cell = max(8, min(36, 300 // max(rows, cols, 1)))
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    left = int(max([measure.textlength(q, font=font) for q in queries] + [0])) + 10
+    line = FONT_PX + 4
+    top = 2 * line + 6
+    width = max(left + cols * cell + 16, 300)
+    height = top + rows * cell + line + 8
+    img = Image.new("RGB", (width, height), (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    draw.text((4, 2), title, fill=(30, 30, 30), font=font)
+    tile = colorize(np.asarray(pattern, dtype=np.float32), 0.0, 1.0)
+    tile = np.repeat(np.repeat(tile, cell, axis=0), cell, axis=1)
+    img.paste(Image.fromarray(tile), (left, top))
+    for j, text in enumerate(keys):
+        x = left + j * cell + (cell - measure.textlength(text, font=font)) / 2
+        draw.text((x, top - line), text, fill=(30, 30, 30), font=font)
+    for i, text in enumerate(queries):
+        draw.text((4, top + i * cell + (cell - FONT_PX) / 2), text, fill=(30, 30, 30), font=font)
+    draw.text((4, top + rows * cell + 4), "rows: queries · columns: keys · scale 0-1", fill=(110, 110, 110), font=font)
+    return png_bytes(np.asarray(img))
+
+
+class AttentionExplorer(StaticFallback, widgets.VBox):
+    """Layer, head and sample pickers over an :class:`AttentionState`, and the pattern as a heat map.
+
+    ``AttentionExplorer(model, tokens)`` captures every attention pattern in one forward pass; the
+    controls only re-read them. Set the controls' ``.value`` (or call ``state.select``) and read
+    ``explorer.state.describe()`` in tests; ``show_static()`` gives the picture without a front end.
+    """
+
+    def __init__(self, model: nn.Module, inputs: Any, **kwargs: Any) -> None:
+        self.state = kwargs.pop("state", None) or AttentionState(model, inputs, **kwargs)
+        narrow = {"description_width": "initial"}
+        self.layer = widgets.Dropdown(
+            options=self.state.layers,
+            value=self.state.layer,
+            description="layer",
+            style=narrow,
+            layout={"width": "330px"},
+        )
+        self.head = widgets.Dropdown(
+            options=self._head_options(),
+            value=self._head_value(),
+            description="head",
+            style=narrow,
+            layout={"width": "170px"},
+        )
+        self.sample = widgets.IntText(value=0, description="sample", style=narrow, layout={"width": "130px"})
+        self.message = widgets.HTML()
+        self.caption = widgets.HTML()
+        self.out = widgets.Output(layout={"min_height": "320px"})
+        super().__init__([row(self.layer, self.head, self.sample), self.message, self.caption, self.out])
+        self.layer.observe(self._on_layer, names="value")
+        self.head.observe(lambda ch: self._apply(head=None if ch["new"] == "mean" else ch["new"]), names="value")
+        self.sample.observe(self._on_sample, names="value")
+        self.refresh()
+
+    def _head_options(self) -> list[tuple[str, int | str]]:
+        return [("mean of heads", "mean"), *[(f"head {h}", h) for h in range(self.state.heads())]]
+
+    def _head_value(self) -> int | str:
+        return "mean" if self.state.head is None else self.state.head
+
+    def _on_layer(self, change: dict[str, Any]) -> None:
+        self.state.select(layer=change["new"])
+        options = self._head_options()
+        if [v for _, v in self.head.options] != [v for _, v in options]:
+            self.head.options = options
+            self.head.value = self._head_value()
+        self.refresh()
+
+    def _on_sample(self, change: dict[str, Any]) -> None:
+        if change["new"] == self.state.sample:
+            return
+        try:
+            self._apply(sample=change["new"])
+        except IndexError as exc:
+            self.sample.value = self.state.sample  # back to what is shown, then say why
+            refuse(self.message, str(exc))
+
+    def _apply(self, **choice: Any) -> None:
+        self.state.select(**choice)
+        refuse(self.message, "")
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Redraw the heat map and the caption from the state."""
+        text = self.state.caption()
+        self.caption.value = caption_html(text)
+        show_png(self.out, self.state.png(), text)
+
+    def static_png(self) -> bytes:
+        """The current pattern as a PNG (the static fallback)."""
+        return self.state.png()
+
+    def __repr__(self) -> str:
+        return f"AttentionExplorer({self.state.caption()})"
