@@ -95,6 +95,7 @@ execute: setup
 
 weights: setup
 	$(PY) scripts/train_digits_cnn.py
+	$(PY) scripts/train_tiny_transformer.py
 
 # Removes the environment and caches only: student/ holds learners' work and is never deleted here.
 clean:
@@ -114,7 +115,8 @@ student-lab: student
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=student $(ROOT_FLAG) $(LAB_ARGS) student/00_start_here.ipynb
 
 # A fresh student copy of one notebook (or several: NB="00 03", or NB=all); the learner's version moves to
-# student/backups/ first.
+# student/backups/ first. Where there is no make or .venv (Binder, JupyterHub, conda), the same from the course
+# folder: python scripts/make_student.py notebooks student --reset 03
 reset: setup
 	@test -n "$(NB)" || { echo "usage: make reset NB=00   (NB=00_start_here, NB=\"00 03\" or NB=all)"; exit 2; }
 	$(PY) scripts/make_student.py notebooks student --reset $(NB)
@@ -124,7 +126,8 @@ reset: setup
 presenter: setup
 	$(PY) scripts/make_student.py notebooks workshop/presenter --presenter
 
-# Student copies that Colab can open, frozen with a workshop tag: `git tag workshop-2026-05` on the commit
+# Student copies that Colab and nbgitpuller can open, frozen with a workshop tag (the release commit's tree
+# holds student/ only, so a pull never brings the solutions): `git tag workshop-2026-05` on the commit
 # to teach, then `make release-student TAG=workshop-2026-05` commits the generated student/ on top of it
 # (in a temporary worktree; the checkout is not touched) and tags that commit workshop-2026-05-student.
 # Push both tags; see workshop/README.md for the links.
@@ -135,6 +138,7 @@ release-student: setup
 	set -e; dir=$$(mktemp -d); trap 'git worktree remove --force "$$dir"' EXIT; \
 	git worktree add -q --detach "$$dir" "$(TAG)"; \
 	$(PY) "$$dir/scripts/make_student.py" "$$dir/notebooks" "$$dir/student" --pin-ref "$(TAG)"; \
+	git -C "$$dir" rm -r -q --cached .; \
 	git -C "$$dir" add -f student; \
 	git -C "$$dir" commit -q -m "Student copies of $(TAG) (make release-student)"; \
 	git tag "$(TAG)-student" "$$(git -C "$$dir" rev-parse HEAD)"
@@ -147,6 +151,19 @@ doctor: setup
 # Speed and memory checks; each script prints ratios measured in one run.
 bench: setup
 	for f in bench/bench_*.py; do $(PY) "$$f" || exit 1; done
+
+# A class on one JupyterHub, rehearsed (workshop/jupyterhub/README.md): the hub and the single-user
+# servers get their own venvs in .venv-hub/ (the course's .venv is only read), then N simulated learners
+# log in, pull the student copies with nbgitpuller and run notebooks 06 and 00. `make test-hub`: 2 learners.
+.PHONY: hub-env hub-rehearsal test-hub
+hub-env: setup
+	$(PY) bench/bench_hub.py --install
+
+hub-rehearsal: setup
+	$(PY) bench/bench_hub.py --learners $(or $(LEARNERS),10)
+
+test-hub: setup
+	$(PY) -m pytest -q -m hub tests/test_hub.py
 
 # The Chinese edition: regenerate notebooks/zh/ from the English notebooks and i18n/zh/ (no network).
 # Untranslated or outdated cells are shown in English under a marker; list them with

@@ -1,6 +1,8 @@
 """Write student (or presenter) copies of the course notebooks, without ever overwriting a learner's work.
 
-Usage (``make student`` runs the first form as ``scripts/make_student.py notebooks student``)::
+Usage (``make student`` runs the first form as ``scripts/make_student.py notebooks student``; the
+``--reset`` form is the one to give learners: it works wherever Python and the course are, with or
+without ``make`` and ``.venv`` — Binder, JupyterHub, conda, a laptop)::
 
     python scripts/make_student.py SRC DST                  # student copies of every notebook in SRC
     python scripts/make_student.py SRC DST --reset 00 03    # fresh copies of 00 and 03 (yours backed up)
@@ -16,8 +18,13 @@ truth. A **student copy**:
 * clears the outputs and execution counts of every code cell (predict mode: the learner commits to an
   answer before the cell shows it). ``--keep-outputs`` keeps them, except under ``exercise`` and
   ``check`` cells, which are always cleared (no teacher "✓" under a check nobody has solved);
-* hides the verdict of every claim heading (``— **TRUE**`` becomes ``— **?**``) and folds the verdict
-  and its explanation into a ``<details>`` block to open after running the cells below;
+* hides the verdict of every claim heading (``— **TRUE**`` becomes ``— **?**``; in the Chinese edition
+  ``——**正确**（TRUE）`` becomes ``——**？**``, with the hint in Chinese) and folds the verdict and its
+  explanation into a ``<details>`` block to open after running the cells below;
+* drops the widget state the teacher run saved (``metadata.widgets``) and widget views from any output
+  kept: a learner's kernel draws its own widgets, and the saved state only made the file large;
+* turns ``%xmode Minimal`` into ``%xmode Context``: the teacher notebooks keep stored errors to one line,
+  but a learner's own mistake must show the line where it failed;
 * gets one extra code cell right after the Colab guard that turns on soft checks
   (:func:`hookviz.exercises.soft_checks`): an unsolved check prints ``✗ <hint>`` instead of stopping
   "Run All", so a learner can replay the notebook past exercises they skipped;
@@ -33,7 +40,9 @@ script says so and names the reset command. ``--reset`` moves the learner's file
 (time-stamped) before writing the fresh copy, so even a reset loses nothing.
 
 Other files in SRC (pictures a notebook shows, small data files) are copied too, so relative paths keep
-working; they are copied only when missing or unchanged since the last run, like the notebooks. The
+working; they are copied only when missing or unchanged since the last run, like the notebooks. In
+predict mode the verdict table of ``article_verdicts.md`` is copied with its verdicts and explanations
+blanked (the learner opens the linked cell, predicts, runs). The
 structure rules (each exercise is an ``exercise`` / ``solution`` / ``check`` triple, in that order) are
 checked first: a malformed notebook stops the script with a message.
 """
@@ -57,13 +66,20 @@ __all__ = [
     "EXERCISE_TAGS",
     "MANIFEST",
     "SOFT_CHECKS_SOURCE",
+    "SOFT_CHECKS_SOURCE_ZH",
     "CopyReport",
     "Exercise",
     "copy_extra_files",
     "exercises",
+    "hide_verdict_table",
     "hide_verdicts",
+    "learner_code",
+    "learner_markdown",
+    "reset_command",
+    "strip_widget_state",
     "make_presenter_notebook",
     "make_student_notebook",
+    "notebook_language",
     "pin_install",
     "reset_copies",
     "write_student_copies",
@@ -79,6 +95,10 @@ MANIFEST = ".hookviz-copies.json"
 BACKUPS = "backups"
 #: The verdict words of the course's claim headings.
 VERDICTS = ("TRUE", "FALSE", "PARTLY", "OUTDATED")
+#: The same verdicts in the Chinese edition (正确 = TRUE, 错误 = FALSE, 部分正确 = PARTLY, 已过时 = OUTDATED).
+ZH_VERDICTS = ("正确", "错误", "部分正确", "已过时")
+#: The MIME type of a saved widget view (the picture next to it is kept when an output is kept).
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: The code cell a student copy gets right after the Colab guard.
 SOFT_CHECKS_SOURCE = """\
 # Student copy: a check cell whose exercise you have not solved prints "✗ <hint>" instead of stopping
@@ -87,16 +107,51 @@ SOFT_CHECKS_SOURCE = """\
 import hookviz.exercises
 
 hookviz.exercises.soft_checks()"""
+#: The same cell in the Chinese edition.
+SOFT_CHECKS_SOURCE_ZH = """\
+# 学生副本：还没有完成的练习，其检查单元会打印“✗ <提示>”，而不会让“Run All”停下，所以你可以跳过练习、
+# 继续重放整个笔记本。想让未通过的检查重新作为错误显示（带回溯信息），运行
+# hookviz.exercises.strict_checks()；它从下一个单元起生效。
+import hookviz.exercises
+
+hookviz.exercises.soft_checks()"""
 #: Metadata that marks the cell above (make_student adds it; tests find it by this mark).
 SOFT_CHECKS_MARK = {"hookviz": {"generated": "soft-checks"}}
 
 _HEADING_VERDICT = re.compile(
-    r"^(?P<heading>#{1,6}\s.*?)\s+—\s+(?P<verdict>\*\*(?:" + "|".join(VERDICTS) + r")\*\*.*)$"
+    r"^(?P<heading>#{1,6}\s.*?)\s*(?P<dash>——|—)\s*(?P<verdict>\*\*(?:"
+    + "|".join(sorted(VERDICTS + ZH_VERDICTS, key=len, reverse=True))
+    + r")\*\*.*)$"
 )
+_ZH_CHARS = re.compile(r"[\u4e00-\u9fff]")
+#: ``%xmode Minimal`` (one-line errors) as the teacher notebooks set it.
+_XMODE_MINIMAL = re.compile(r"^(\s*)%xmode\s+Minimal\s*$", re.MULTILINE)
 #: The course's install URL in the Colab guard, with the git ref it may already name.
 _INSTALL_URL = re.compile(r"git\+https://github\.com/hookviz/hookviz(?:@[A-Za-z0-9._/-]+)?")
 _BLOCK_START = re.compile(r"^(#{1,6}\s|<a id=)")
 HIDDEN_VERDICT = "**?** *(predict, then run the cells below)*"
+#: What a student copy shows instead of the verdict, and the label of the box that holds it, per language.
+_HIDDEN = {
+    "en": (" — " + HIDDEN_VERDICT, "Verdict (open it after running the cells below)"),
+    "zh": ("——**？**（先预测，再运行下面的单元）", "判定（运行下面的单元之后再展开）"),
+}
+#: The note at the top of a student copy of ``article_verdicts.md``, and what replaces a hidden table cell.
+_TABLE_NOTE = {
+    "en": (
+        "> **Student copy: the verdicts are hidden.** Open the cell each row links to, predict the verdict, "
+        "then run it; the cell's output and the verdict box under its heading give the answer.",
+        "**?**",
+        "run the linked cell",
+    ),
+    "zh": (
+        "> **学生副本：判定已隐藏。** 打开每一行链接的单元，先预测判定，再运行它；"
+        "单元的输出和标题下的判定框会给出答案。",
+        "**？**",
+        "运行所链接的单元",
+    ),
+}
+#: Headers of the verdict column in the article_verdicts tables (English, Chinese).
+_VERDICT_HEADERS = ("verdict", "判定")
 
 
 @dataclass(frozen=True)
@@ -154,6 +209,17 @@ def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
     return result
 
 
+def _language(text: str) -> str:
+    return "zh" if _ZH_CHARS.search(text) else "en"
+
+
+def notebook_language(nb: nbformat.NotebookNode) -> str:
+    """``"zh"`` for a notebook of the Chinese edition (mostly Chinese prose), else ``"en"``."""
+    prose = "".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    letters = sum(char.isalpha() for char in prose) or 1
+    return "zh" if len(_ZH_CHARS.findall(prose)) / letters > 0.2 else "en"
+
+
 def hide_verdicts(markdown: str) -> str:
     """Hide the verdict of every claim heading in ``markdown`` until the learner chooses to look.
 
@@ -174,10 +240,11 @@ def hide_verdicts(markdown: str) -> str:
         while end < len(lines) and not _BLOCK_START.match(lines[end]):
             end += 1
         body = "\n".join(lines[index + 1 : end]).strip("\n")
+        shown, summary = _HIDDEN["zh" if match["dash"] == "——" or _language(match["heading"]) == "zh" else "en"]
         out += [
-            f"{match['heading']} — {HIDDEN_VERDICT}",
+            f"{match['heading']}{shown}",
             "",
-            "<details><summary>Verdict (open it after running the cells below)</summary>",
+            f"<details><summary>{summary}</summary>",
             "",
             match["verdict"] + ("\n\n" + body if body.strip() else ""),
             "",
@@ -186,6 +253,115 @@ def hide_verdicts(markdown: str) -> str:
         ]
         index = end
     return "\n".join(out).rstrip("\n") + ("\n" if markdown.endswith("\n") else "")
+
+
+def _table_cells(row: str) -> list[str]:
+    """The cells of a Markdown table row (``|`` inside inline code does not split)."""
+    cells, current, in_code = [], "", False
+    for char in row.strip().removeprefix("|").removesuffix("|"):
+        if char == "`":
+            in_code = not in_code
+        if char == "|" and not in_code and not current.endswith("\\"):
+            cells.append(current)
+            current = ""
+        else:
+            current += char
+    cells.append(current)
+    return cells
+
+
+def hide_verdict_table(markdown: str) -> str:
+    """Blank the verdicts of every Markdown table with a verdict column (``article_verdicts.md``).
+
+    In such a table the verdict column and every column after it except the last (the link to the
+    proving cell) are replaced: the verdict by ``**?**``, the explanation by "run the linked cell".
+    A note at the top says so. Text outside the tables (the verdict rules) stays as it is.
+    """
+    lines = markdown.splitlines()
+    language = _language(markdown)
+    note, hidden_verdict, hidden_text = _TABLE_NOTE[language]
+    out: list[str] = []
+    hide: range | None = None
+    changed = False
+    for index, line in enumerate(lines):
+        is_row = line.lstrip().startswith("|")
+        if not is_row:
+            hide = None
+            out.append(line)
+            continue
+        cells = _table_cells(line)
+        if hide is None:
+            next_line = lines[index + 1] if index + 1 < len(lines) else ""
+            names = [cell.strip().strip("*").strip().lower() for cell in cells]
+            verdict = next((i for i, name in enumerate(names) if name in _VERDICT_HEADERS), None)
+            if verdict is not None and re.match(r"^\s*\|?\s*:?-{3,}", next_line):
+                hide = range(verdict, len(cells) - 1)
+            else:
+                hide = range(0)
+            out.append(line)
+            continue
+        if not hide or set(line.replace("|", "").strip()) <= set("-: "):
+            out.append(line)
+            continue
+        for column in hide:
+            if column < len(cells):
+                cells[column] = f" {hidden_verdict if column == hide.start else hidden_text} "
+        out.append("|" + "|".join(cells) + "|")
+        changed = True
+    if changed:
+        title = next((i for i, line in enumerate(out) if line.startswith("# ")), -1)
+        out[title + 1 : title + 1] = ["", note] if title >= 0 else [note, ""]
+    return "\n".join(out) + ("\n" if markdown.endswith("\n") else "")
+
+
+def learner_code(source: str) -> str:
+    """A code cell as the student copy shows it: ``%xmode Minimal`` becomes ``%xmode Context``.
+
+    The teacher notebooks store one-line errors (no traceback holding file paths); a learner's own
+    mistake must show where it failed.
+    """
+    return _XMODE_MINIMAL.sub(r"\1%xmode Context", source)
+
+
+#: What a student copy adds under prose that explains ``%xmode Minimal`` (the code below it now says Context).
+XMODE_NOTE = {
+    "en": (
+        "**In this student copy** the cell below sets `%xmode Context` instead: when your own code fails, the "
+        "error shows the line that raised it (the cells meant to fail show a few lines more)."
+    ),
+    "zh": (
+        "**在这份学生副本中**，下面的单元改为设置 `%xmode Context`：你自己的代码出错时，报错会显示出错的那一行"
+        "（本来就应该失败的单元也会多显示几行）。"
+    ),
+}
+
+
+def learner_markdown(markdown: str) -> str:
+    """A markdown cell's note for the student copy: prose about ``%xmode Minimal`` says what the copy does instead."""
+    if "%xmode Minimal" not in markdown:
+        return markdown
+    return markdown.rstrip("\n") + "\n\n" + XMODE_NOTE[_language(markdown)]
+
+
+def strip_widget_state(nb: nbformat.NotebookNode) -> None:
+    """Drop the saved widget state and every widget view from ``nb``'s outputs, in place.
+
+    A widget view without a live kernel is only a reference into that state; an output keeps its other
+    forms (the static picture, the text).
+    """
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for output in cell.get("outputs", []):
+            data = output.get("data")
+            if data is not None and WIDGET_VIEW in data:
+                del data[WIDGET_VIEW]
+                if not data:
+                    continue
+            kept.append(output)
+        cell.outputs = kept
 
 
 def _clear(cell: nbformat.NotebookNode) -> None:
@@ -218,10 +394,12 @@ def make_student_notebook(
     """
     exercises(nb)  # refuse malformed notebooks before writing anything
     student = copy.deepcopy(nb)
-    if pin_ref:
-        for cell in student.cells:
-            if cell.cell_type == "code":
-                cell.source = pin_install(cell.source, pin_ref)
+    for cell in student.cells:
+        if cell.cell_type == "code":
+            cell.source = learner_code(pin_install(cell.source, pin_ref) if pin_ref else cell.source)
+        elif cell.cell_type == "markdown":
+            cell.source = learner_markdown(cell.source)
+    strip_widget_state(student)
     cells = []
     for cell in student.cells:
         tags = _tags(cell)
@@ -234,7 +412,8 @@ def make_student_notebook(
         _predict_mode(cells)
     if soft_checks and any("check" in _tags(cell) for cell in cells):
         first_code = next((i for i, cell in enumerate(cells) if cell.cell_type == "code"), -1)
-        soft = nbformat.v4.new_code_cell(SOFT_CHECKS_SOURCE, metadata=copy.deepcopy(SOFT_CHECKS_MARK))
+        source = SOFT_CHECKS_SOURCE_ZH if notebook_language(nb) == "zh" else SOFT_CHECKS_SOURCE
+        soft = nbformat.v4.new_code_cell(source, metadata=copy.deepcopy(SOFT_CHECKS_MARK))
         soft.pop("id", None)
         if (student.nbformat, student.nbformat_minor) >= (4, 5):  # a fixed id: the same bytes on every run
             soft["id"] = "hookviz-soft-checks"
@@ -250,6 +429,7 @@ def make_presenter_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     exercises(nb)
     presenter = copy.deepcopy(nb)
     _predict_mode(presenter.cells)
+    strip_widget_state(presenter)
     presenter.metadata.setdefault("hookviz", {})["presenter_copy"] = True
     nbformat.validate(presenter)
     return presenter
@@ -302,19 +482,29 @@ def _source_files(src: Path) -> list[tuple[Path, str]]:
 
 
 def copy_extra_files(
-    src: Path, dst: Path, manifest: dict[str, str] | None = None, report: CopyReport | None = None
+    src: Path,
+    dst: Path,
+    manifest: dict[str, str] | None = None,
+    report: CopyReport | None = None,
+    *,
+    predict: bool = True,
 ) -> list[Path]:
     """Copy what a notebook may refer to by a relative path (every file under ``src`` but notebooks and caches).
 
-    With a ``manifest`` (see :func:`write_student_copies`), files changed in ``dst`` since they were
-    copied are left alone (and listed in ``report.kept``).
+    With ``predict`` the verdict tables of Markdown files are blanked (:func:`hide_verdict_table`). With
+    a ``manifest`` (see :func:`write_student_copies`), files changed in ``dst`` since they were copied
+    are left alone (and listed in ``report.kept``).
     """
     manifest = {} if manifest is None else manifest
     report = CopyReport() if report is None else report
     before = len(report.written)
     for path, key in _source_files(src):
-        if path.suffix != ".ipynb":
-            _place(dst / key, key, path.read_bytes(), manifest, report)
+        if path.suffix == ".ipynb":
+            continue
+        data = path.read_bytes()
+        if predict and path.suffix == ".md":
+            data = hide_verdict_table(data.decode("utf-8")).encode("utf-8")
+        _place(dst / key, key, data, manifest, report)
     return report.written[before:]
 
 
@@ -359,7 +549,7 @@ def write_student_copies(
     manifest = _read_manifest(dst)
     report = CopyReport()
     if src.is_dir():
-        copy_extra_files(src, dst, manifest, report)
+        copy_extra_files(src, dst, manifest, report, predict=predict or presenter)
     for key, data in rendered:
         _place(dst / key, key, data, manifest, report)
     _write_manifest(dst, manifest)
@@ -415,6 +605,11 @@ def reset_copies(
     return report
 
 
+def reset_command(src: Path | str, dst: Path | str, name: str) -> str:
+    """The command that resets one copy, in the form that works everywhere (no ``make``, no ``.venv`` needed)."""
+    return f"python scripts/make_student.py {Path(src).as_posix()} {Path(dst).as_posix()} --reset {name}"
+
+
 def _count_exercises(path: Path) -> int:
     return sum(1 for cell in nbformat.read(path, as_version=4).cells if "exercise" in _tags(cell))
 
@@ -457,8 +652,9 @@ def main(argv: list[str] | None = None) -> int:
         folder, _, stem = key.rpartition("/")
         short = f"{folder}/{stem.split('_', 1)[0]}" if folder else stem.split("_", 1)[0]
         print(
-            f"kept  {path}  (you changed it, so it is not overwritten; {why}. For a fresh copy: "
-            f"make reset NB={short} - your version then moves to {args.dst}/{BACKUPS}/)"
+            f"kept  {path}  (you changed it, so it is not overwritten; {why}. For a fresh copy, from the "
+            f"course folder: {reset_command(args.src, args.dst, short)} - your version then moves to "
+            f"{args.dst}/{BACKUPS}/)"
         )
     notebooks = sum(1 for p in report.written if p.suffix == ".ipynb")
     print(f"{notebooks} notebook{'s' if notebooks != 1 else ''} written, {len(report.kept)} kept in {args.dst}/")

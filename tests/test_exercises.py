@@ -187,3 +187,96 @@ def test_renamed_checkers_keep_their_old_names():
     assert nb00.check_grad_norm_logger is nb00.check_attach_grad_norm_logger
     assert nb01.check_grad_norm_logger is nb01.check_grad_norm_logger_class
     assert nb00.check_attach_grad_norm_logger is not nb01.check_grad_norm_logger_class
+
+
+# --------------------------------------------------------------------------- the learner's own errors show where
+
+
+@pytest.fixture
+def shell():
+    """A real IPython shell (no kernel), run as the notebooks run: cells, magics, AST transformers."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ipython = InteractiveShell.instance()
+    saved = list(ipython.ast_transformers)
+    yield ipython
+    ipython.ast_transformers[:] = saved
+    ipython.run_line_magic("xmode", "Context")
+    InteractiveShell.clear_instance()
+
+
+def test_strict_checks_brings_full_tracebacks_back(shell, capsys):
+    shell.run_cell("%xmode Minimal")
+    assert shell.InteractiveTB.mode == "Minimal"
+    shell.run_cell("import hookviz.exercises\nhookviz.exercises.soft_checks()")
+    assert shell.InteractiveTB.mode == "Minimal", "turning soft checks on leaves the notebook's mode alone"
+    shell.run_cell("hookviz.exercises.strict_checks()")
+    assert shell.InteractiveTB.mode == "Context"
+    assert not shell.run_cell("print(hookviz.exercises.soft_checks_enabled())").error_in_exec
+    assert capsys.readouterr().out.splitlines()[-1] == "False"
+    # and the traceback of an error in a cell now shows the failing line, with its neighbours
+    shell.run_cell("def broken_hook(grad):\n    return grad * undefined_name\n\nbroken_hook(1)")
+    out = capsys.readouterr()
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.out + out.err)  # without the terminal colours
+    assert "return grad * undefined_name" in text and "broken_hook" in text, text
+
+
+def test_a_typo_in_a_learners_hook_shows_its_function_and_cell_line_in_a_soft_check(shell, capsys):
+    shell.run_cell("%xmode Minimal")
+    shell.run_cell("import hookviz.exercises\nhookviz.exercises.soft_checks()")
+    shell.run_cell(
+        "def make_hook(store, name):\n"
+        "    def hook(module, args, output):\n"
+        "        store[name] = outptu.detach()\n"
+        "\n"
+        "    return hook\n"
+    )
+    capsys.readouterr()
+    result = shell.run_cell("from hookviz.exercises import nb02\n\nnb02.check_feature_hook(make_hook)")
+    assert not result.error_in_exec, "a soft check never stops the cell"
+    printed = capsys.readouterr().out
+    assert printed.startswith("✗ your code raised NameError: name 'outptu' is not defined"), printed
+    assert "in `hook`, line 3 of its cell: `store[name] = outptu.detach()`" in printed, printed
+    assert "`outptu` is not defined where your function runs" in printed
+
+
+def test_a_strict_check_raises_the_located_hint(shell, capsys):
+    shell.run_cell("%xmode Minimal")
+    shell.run_cell("def clip_hook(grad):\n    return min(grad, 1)\n")
+    result = shell.run_cell("from hookviz.exercises import nb01\nnb01.check_clip_hook(clip_hook)")
+    error = result.error_in_exec
+    assert type(error).__name__ == "ExerciseNotSolved"
+    assert "in `clip_hook`, line 2 of its cell: `return min(grad, 1)`" in str(error)
+    assert "Python's `if`, `and`/`or`, `min`" in str(error)
+
+
+def test_learner_tracebacks_turns_minimal_into_context_only():
+    from hookviz.exercises import learner_tracebacks
+
+    source = "import torch\n\ntorch.manual_seed(0)\n%xmode Minimal\nprint('%xmode Minimal')"
+    changed = learner_tracebacks(source)
+    assert changed.splitlines() == [
+        "import torch",
+        "",
+        "torch.manual_seed(0)",
+        "%xmode Context",
+        "print('%xmode Minimal')",
+    ]
+    assert learner_tracebacks("x = 1") == "x = 1"
+    for path in NOTEBOOKS:
+        for cell in read(path).cells:
+            if cell.cell_type == "code" and "%xmode Minimal" in cell.source:
+                student = learner_tracebacks(cell.source)
+                assert "%xmode Context" in student and "%xmode Minimal" not in student, path.name
+                if hasattr(make_student, "learner_code"):  # the student-copy script makes the same change
+                    assert make_student.learner_code(cell.source) == student, path.name
+
+
+def test_describe_learner_error_without_a_learner_frame_blames_what_was_returned():
+    from hookviz.exercises import describe_learner_error
+
+    # raised by the check itself (no frame of the learner's), choking on what the learner's code returned
+    error = TypeError("relu(): argument 'input' (position 1) must be Tensor, not tuple")
+    message = describe_learner_error(error)
+    assert message.startswith("the check could not use what your code gave it (TypeError:"), message
+    assert "a module received a tuple where it wanted a tensor" in message

@@ -107,6 +107,15 @@ def test_title_first_and_recap_last(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)
+def test_last_cell_says_to_shut_the_kernel_down(path):
+    """A workshop room runs out of memory when every finished notebook keeps its kernel (hundreds of MiB each)."""
+    last = read(path).cells[-1].source
+    assert "Shut Down Kernel" in last and "Disconnect and delete runtime" in last, (
+        f"{path.name}: end the last cell with the 'Done with this notebook?' step (save, shut the kernel down)"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)
 def test_tags_not_comment_markers(path):
     """nbclient ignores ``# NBVAL_*`` comments, so ``nbconvert --execute`` would stop there; use tags."""
     for index, cell in enumerate(read(path).cells):
@@ -138,10 +147,36 @@ def test_claims_have_anchor_and_verdict(path):
         )
 
 
+# A measured ratio that varies between runs is quoted as the range re-runs gave ("×1.5 to ×2.6", zh "×1.5 到
+# ×2.6"); the stored figure must lie inside it.
+RATIO_RANGE = re.compile(r"×(\d+\.\d+) (?:to|到) ×(\d+\.\d+)")
+HEAVY_RATIO = re.compile(r"heavy hook on every module\s+[\d.]+ ms/step\s+x(\d+\.\d+)")
+
+
+def overhead_bullets(text: str) -> str:
+    """The paragraph of 09's measured-overhead bullets."""
+    return text[text.index('<a id="overhead-figures"></a>') :].split("\n\n")[1]
+
+
 def overhead_figures(text: str) -> list[str]:
-    """The decimal figures of 09's measured-overhead bullets, in order."""
-    bullets = text[text.index('<a id="overhead-figures"></a>') :].split("\n\n")[1]
-    return re.findall(r"\d+\.\d+", bullets)
+    """The decimal figures of 09's measured-overhead bullets, in order, without the stated range."""
+    return re.findall(r"\d+\.\d+", RATIO_RANGE.sub("", overhead_bullets(text)))
+
+
+def stated_range(text: str) -> tuple[float, float]:
+    """The one ratio range ("×low to ×high") a text states."""
+    ranges = RATIO_RANGE.findall(text)
+    assert len(ranges) == 1, f"expected one range like '×1.5 to ×2.6', found {ranges}"
+    low, high = (float(bound) for bound in ranges[0])
+    assert low < high
+    return low, high
+
+
+def stored_heavy_ratio(stored: str) -> float:
+    """The heavy-hook step ratio in 09's stored timing output."""
+    found = HEAVY_RATIO.findall(stored)
+    assert len(found) == 1, "09's step timing no longer prints the heavy hook's ratio"
+    return float(found[0])
 
 
 def test_measured_overhead_figures_are_the_stored_ones():
@@ -159,9 +194,13 @@ def test_measured_overhead_figures_are_the_stored_ones():
     assert len(figures) >= 10
     missing = [figure for figure in figures if figure not in stored]
     assert not missing, f"09 quotes figures that no stored output shows: {missing}"
+    low, high = stated_range(overhead_bullets(prose))
+    heavy = stored_heavy_ratio(stored)
+    assert low <= heavy <= high, f"the stored heavy-hook ratio x{heavy} lies outside the stated ×{low} to ×{high}"
     chinese = read(REPO / "notebooks" / "zh" / "09_hooks_in_production.ipynb")
     zh_prose = next(cell.source for cell in chinese.cells if 'id="overhead-figures"' in cell.source)
     assert overhead_figures(zh_prose) == figures, "the Chinese edition quotes other figures"
+    assert stated_range(overhead_bullets(zh_prose)) == (low, high), "the Chinese edition states another range"
 
 
 def test_verdict_table_a7_ratios_round_the_stored_ones():
@@ -177,7 +216,9 @@ def test_verdict_table_a7_ratios_round_the_stored_ones():
     assert len(stored) == 4
     table = (REPO / "notebooks" / "article_verdicts.md").read_text(encoding="utf-8")
     row = next(line for line in table.splitlines() if line.startswith("| A7 |"))
-    quoted = re.findall(r"×(\d+\.(\d+))", row)
+    quoted = re.findall(r"×(\d+\.(\d+))", RATIO_RANGE.sub("", row))
     assert len(quoted) >= 3
     unmatched = [f"×{q}" for q, decimals in quoted if not any(f"{s:.{len(decimals)}f}" == q for s in stored)]
     assert not unmatched, f"A7 quotes ratios that no stored output of 09 rounds to: {unmatched} (stored: {stored})"
+    prose = next(cell.source for cell in notebook.cells if 'id="overhead-figures"' in cell.source)
+    assert stated_range(row) == stated_range(overhead_bullets(prose)), "A7 states another range than 09"

@@ -45,7 +45,17 @@ CELL_TIMEOUT = 120  # seconds per cell; a whole notebook takes 10-30 s
 NOTEBOOK_TIMEOUT = 600
 NOT_SOLVED = "ExerciseNotSolved"
 NOT_SOLVED_MARK = "✗"
-VERDICT_IN_HEADING = re.compile(r"^#{1,6}\s.*—\s+\*\*(TRUE|FALSE|PARTLY|OUTDATED)\*\*", re.MULTILINE)
+VERDICT_IN_HEADING = re.compile(
+    r"^#{1,6}\s.*—\s*\*\*(TRUE|FALSE|PARTLY|OUTDATED|正确|错误|部分正确|已过时)\*\*", re.MULTILINE
+)
+#: A verdict stated in words, English or Chinese (the Chinese edition writes **正确**（TRUE）).
+VERDICT_WORD = re.compile(
+    r"\b(?:TRUE|FALSE|PARTLY|OUTDATED)\b|\*\*(?:正确|错误|部分正确|已过时)\*\*|判定为(?:正确|错误|部分正确|已过时)"
+)
+#: A reference to one article claim: an anchor link, "Claim B2", "说法 B2", or a table row's first cell.
+CLAIM_REFERENCE = re.compile(
+    r"claim-(?P<a>[AB]\d+)\b|[Cc]laim (?P<b>[AB]\d+)\b|说法 ?(?P<c>[AB]\d+)|^\|\s*(?P<d>[AB]\d+)\s*\|"
+)
 
 
 def errors(cell) -> list[dict]:
@@ -195,7 +205,10 @@ def test_regenerating_never_overwrites_an_edited_copy(tmp_path, capsys):
     assert (dst / "01_tiny.ipynb").read_bytes() == edited, "the learner's edited notebook was overwritten"
     assert (dst / "notes.md").read_text() == "my own notes\n"
     assert nbformat.read(dst / "02_other.ipynb", as_version=4).cells[0].source == "# Title, revised"
-    assert "kept" in out and "01_tiny.ipynb" in out and "make reset NB=01" in out
+    assert "kept" in out and "01_tiny.ipynb" in out
+    # the reset advice works without make and without .venv (Binder, JupyterHub, conda)
+    assert f"python scripts/make_student.py {src.as_posix()} {dst.as_posix()} --reset 01" in out
+    assert "make reset" not in out
     assert "course's version has changed" in out
     assert "1 notebook written, 2 kept" in out
 
@@ -265,6 +278,82 @@ def test_pin_ref_pins_the_colab_install_to_a_tag(tmp_path):
     student = make_student.make_student_notebook(nb, pin_ref="v0.1.0")
     assert "git+https://github.com/hookviz/hookviz@v0.1.0" in student.cells[1].source
     assert nb.cells[1].source == guard, "the teacher notebook is not changed"
+
+
+def test_chinese_claim_verdicts_are_hidden_in_chinese():
+    source = (
+        '<a id="claim-B2"></a>\n### 说法 B2：“重新绑定不起作用”——**正确**（TRUE）\n因为 Python。\n\n'
+        '<a id="claim-B9"></a>\n### 说法 B9：“三项”——**部分正确**（PARTLY）（API 已过时，OUTDATED）\n见下。\n'
+    )
+    hidden = make_student.hide_verdicts(source)
+    visible = re.sub(r"<details>.*?</details>", "", hidden, flags=re.DOTALL)
+    assert not VERDICT_WORD.search(visible), visible
+    assert "### 说法 B2：“重新绑定不起作用”——**？**（先预测，再运行下面的单元）" in visible
+    assert "Verdict" not in hidden and "predict" not in hidden, "the hidden text of a Chinese copy is Chinese"
+    assert hidden.count("<details><summary>判定（运行下面的单元之后再展开）</summary>") == 2
+    assert "**正确**（TRUE）\n\n因为 Python。" in hidden
+
+
+def test_the_verdict_table_is_blanked_in_every_language():
+    english = (
+        "# Verdicts\n\n- **TRUE**: holds as stated.\n\n"
+        "| # | claim | verdict | what the proving cell shows | where |\n|---|---|---|---|---|\n"
+        "| A1 | `a | b` works | **FALSE** | it raises | [04](04.ipynb#claim-A1) |\n\nAfter the table.\n"
+    )
+    hidden = make_student.hide_verdict_table(english)
+    assert "| A1 | `a | b` works | **?** | run the linked cell | [04](04.ipynb#claim-A1) |" in hidden
+    assert "Student copy: the verdicts are hidden" in hidden
+    assert "- **TRUE**: holds as stated." in hidden and "After the table." in hidden, "only the table changes"
+    chinese = (
+        "# 判定\n\n| # | 文章原话 | 判定 | 证明单元显示的内容 | 位置 |\n|---|---|---|---|---|\n"
+        "| B1 | “原话” | **部分正确**（PARTLY） | 说明 | [01](01.ipynb#claim-B1) |\n"
+    )
+    hidden = make_student.hide_verdict_table(chinese)
+    assert "| B1 | “原话” | **？** | 运行所链接的单元 | [01](01.ipynb#claim-B1) |" in hidden
+    assert "学生副本：判定已隐藏" in hidden
+    assert (
+        make_student.hide_verdict_table("| a | b |\n|---|---|\n| 1 | TRUE |\n")
+        == "| a | b |\n|---|---|\n| 1 | TRUE |\n"
+    )
+
+
+def test_widget_state_and_views_are_dropped(tmp_path):
+    """The teacher run's saved widget state (hundreds of KB) never reaches a student or presenter copy."""
+    nb = _tiny_teacher_notebook()
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"x": "y" * 1000}}}
+    view = nbformat.v4.new_output(
+        "display_data",
+        data={make_student.WIDGET_VIEW: {"model_id": "abc"}, "image/png": "iVBORw0KGgo=", "text/plain": "Explorer"},
+    )
+    bare_view = nbformat.v4.new_output("display_data", data={make_student.WIDGET_VIEW: {"model_id": "def"}})
+    nb.cells[8].outputs = [view, bare_view]
+    for student in (
+        make_student.make_student_notebook(nb, predict=False),
+        make_student.make_student_notebook(nb),
+        make_student.make_presenter_notebook(nb),
+    ):
+        assert "widgets" not in student.metadata
+        text = nbformat.writes(student)
+        assert make_student.WIDGET_VIEW not in text and "model_id" not in text
+    kept = make_student.make_student_notebook(nb, predict=False).cells[-1].outputs
+    assert [sorted(o["data"]) for o in kept] == [["image/png", "text/plain"]], "the static picture stays"
+    assert "widgets" in nb.metadata, "the teacher notebook is not changed"
+
+
+def test_learners_errors_show_where_they_failed():
+    """Student copies trade the teacher notebooks' one-line errors for ones that show the failing line."""
+    assert make_student.learner_code("import torch\n%xmode Minimal") == "import torch\n%xmode Context"
+    assert make_student.learner_code("%xmode Minimal\nx = 1") == "%xmode Context\nx = 1"
+    assert make_student.learner_code("print('%xmode Minimal is set')") == "print('%xmode Minimal is set')"
+    nb = _tiny_teacher_notebook()
+    nb.cells[2].source = "x = 1\n%xmode Minimal"
+    nb.cells[0].source = "# Title\n\n`%xmode Minimal` keeps errors to one line."
+    student = make_student.make_student_notebook(nb)
+    assert student.cells[3].source == "x = 1\n%xmode Context"
+    assert student.cells[0].source.endswith(make_student.XMODE_NOTE["en"]), "the prose says what the copy does"
+    zh = make_student.learner_markdown("导入模块。`%xmode Minimal` 让失败的单元只显示错误。")
+    assert zh.endswith(make_student.XMODE_NOTE["zh"])
+    assert make_student.make_presenter_notebook(nb).cells[2].source == "x = 1\n%xmode Minimal", "presenter as taught"
 
 
 # ---------------------------------------------------------------- the make targets (dry runs, no server started)
@@ -368,10 +457,14 @@ def test_student_copy_is_valid_and_has_no_solution(student_dir, teacher_path):
         assert soft == [first_code + 1], "one soft-checks cell, right after the Colab guard"
     lesson = [c for c in student.cells if not is_soft_checks_cell(c)]
     kept = [c for c in teacher.cells if "solution" not in tags(c)]
-    assert [c.source for c in lesson if c.cell_type == "code"] == [c.source for c in kept if c.cell_type == "code"]
-    assert [make_student.hide_verdicts(c.source) for c in kept if c.cell_type == "markdown"] == [
-        c.source for c in lesson if c.cell_type == "markdown"
-    ], "markdown changes only where a claim's verdict is hidden"
+    assert [c.source for c in lesson if c.cell_type == "code"] == [
+        make_student.learner_code(c.source) for c in kept if c.cell_type == "code"
+    ], "code changes only where %xmode Minimal becomes %xmode Context"
+    assert [
+        make_student.hide_verdicts(make_student.learner_markdown(c.source)) for c in kept if c.cell_type == "markdown"
+    ] == [c.source for c in lesson if c.cell_type == "markdown"], (
+        "markdown changes only where a claim's verdict is hidden or the prose explains %xmode Minimal"
+    )
     for cell in student.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, f"predict mode: {describe(cell)}"
@@ -380,6 +473,93 @@ def test_student_copy_is_valid_and_has_no_solution(student_dir, teacher_path):
     teacher_claims = re.findall(r"<a id=\"(claim-[^\"]+)\"></a>", "".join(c.source for c in teacher.cells))
     student_claims = re.findall(r"<a id=\"(claim-[^\"]+)\"></a>", "".join(c.source for c in student.cells))
     assert student_claims == teacher_claims, "every claim anchor stays (recaps link to them)"
+
+
+@pytest.fixture(scope="module")
+def course_copies(tmp_path_factory) -> Path:
+    """``make student`` on the course folder (every edition, article_verdicts.md included), as learners get it."""
+    if not NB_DIR.is_dir():
+        pytest.skip("no notebooks")
+    dst = tmp_path_factory.mktemp("course-student")
+    make_student.write_student_copies(NB_DIR, dst)
+    return dst
+
+
+def _visible_markdown(path: Path) -> list[str]:
+    """The Markdown a learner sees without opening a verdict box, cell by cell (one block for a .md file)."""
+    if path.suffix == ".md":
+        texts = [path.read_text(encoding="utf-8")]
+    else:
+        texts = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    return [re.sub(r"<details>.*?</details>", "", text, flags=re.DOTALL) for text in texts]
+
+
+def _claim_cells(copies: Path) -> dict[tuple[str, str], tuple[str, int]]:
+    """(edition folder, claim id) -> (notebook name, index of the markdown block holding its anchor)."""
+    where = {}
+    for path in sorted(copies.rglob("[0-9][0-9]_*.ipynb")):
+        for index, text in enumerate(_visible_markdown(path)):
+            for claim in re.findall(r'<a id="claim-([AB]\d+)"></a>', text):
+                where[(path.parent.name, claim)] = (path.name, index)
+    return where
+
+
+def test_no_verdict_survives_in_any_student_copy(course_copies):
+    """No claim's verdict (English or Chinese word) shows before the learner reaches the cells that prove it.
+
+    A verdict word next to a claim reference leaks when it comes before that claim's proof: in the same
+    notebook above the claim's heading, in an earlier notebook, or anywhere in article_verdicts.md (a
+    summary). Claim headings never show one; the verdict rules themselves ("**TRUE**: holds as stated")
+    name no claim and stay.
+    """
+    proofs = _claim_cells(course_copies)
+    assert proofs, "no claim anchors found in the student copies"
+    leaks = []
+    for path in sorted(course_copies.rglob("*.ipynb")) + sorted(course_copies.rglob("article_verdicts.md")):
+        if path.parent.name == make_student.BACKUPS:
+            continue
+        for index, text in enumerate(_visible_markdown(path)):
+            heading = VERDICT_IN_HEADING.search(text)
+            if heading:
+                leaks.append(f"{path.relative_to(course_copies)}: heading {heading.group(0)!r}")
+            for line in text.splitlines():
+                for ref in CLAIM_REFERENCE.finditer(line):
+                    claim = next(group for group in ref.groups() if group)
+                    after = line[ref.end() : ref.end() + 120]
+                    if not VERDICT_WORD.search(after):
+                        continue
+                    proof = proofs.get((path.parent.name, claim))
+                    before_proof = path.suffix == ".md" or (proof is not None and (path.name, index) < proof)
+                    if before_proof:
+                        shown = line[ref.start() : ref.end() + 120]
+                        leaks.append(f"{path.relative_to(course_copies)}: {claim}: {shown!r}")
+    assert not leaks, "verdicts visible in student copies:\n" + "\n".join(leaks)
+
+
+def test_student_copies_are_small_and_carry_no_widget_state(course_copies):
+    for path in sorted(course_copies.rglob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        assert "widgets" not in nb.metadata, f"{path.name}: saved widget state"
+        assert path.stat().st_size < 250_000, f"{path.name}: {path.stat().st_size} bytes"
+        sources = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert "%xmode Minimal" not in sources, f"{path.name}: learners' errors must show where they failed"
+
+
+def test_chinese_student_copies_hide_verdicts_in_chinese(course_copies):
+    zh = sorted((course_copies / "zh").glob("[0-9][0-9]_*.ipynb"))
+    if not zh:
+        pytest.skip("no Chinese edition")
+    for path in zh:
+        soft = [c for c in nbformat.read(path, as_version=4).cells if is_soft_checks_cell(c)]
+        assert all(c.source == make_student.SOFT_CHECKS_SOURCE_ZH for c in soft), f"{path.name}: soft checks in English"
+    english = sorted(course_copies.glob("[0-9][0-9]_*.ipynb"))
+    for path in english:
+        soft = [c for c in nbformat.read(path, as_version=4).cells if is_soft_checks_cell(c)]
+        assert all(c.source == make_student.SOFT_CHECKS_SOURCE for c in soft), path.name
+    text = "\n".join("\n".join(_visible_markdown(path)) for path in zh)
+    assert "——**？**（先预测，再运行下面的单元）" in text
+    assert "predict, then run" not in text and "Verdict (open it" not in text
+    assert "学生副本：判定已隐藏" in (course_copies / "zh" / "article_verdicts.md").read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------- executed student copies (one kernel each)

@@ -8,21 +8,40 @@ says what is wrong and gives a hint. Checkers never print the solution.
 top-level call to a ``check_*`` function in a notebook cell that raises :class:`ExerciseNotSolved`
 prints ``✗ <hint>`` instead, so the cell ends without an error and "Run All" goes on past an
 exercise the learner skipped. Any other exception still stops the cell. :func:`strict_checks` turns it
-off again. It works through an IPython AST transformer, so it only affects cells run by IPython.
+off again and brings back full tracebacks (``%xmode Context``). It works through an IPython AST
+transformer, so it only affects cells run by IPython.
+
+**The learner's own errors.** Every checker is wrapped in :func:`checker`: when the learner's code
+raises inside a check (a typo, a hook with the wrong signature, ``append`` on a dict...), the check
+raises :class:`ExerciseNotSolved` instead, naming the learner's function, the line of their cell that
+failed and the error, with a hint for the common mistakes. So the course's ``%xmode Minimal`` (one-line
+errors, good for stored outputs) never hides where the learner's code failed, and "Run All" in a
+student copy is not stopped by a raw error in a check.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import re
 import sys
+import sysconfig
+import traceback
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hookviz.i18n import tr
 
 __all__ = [
     "ExerciseNotSolved",
     "call_learner_code",
+    "checker",
+    "describe_learner_error",
     "expect",
+    "learner_tracebacks",
     "passed",
+    "raised_in_learner_code",
     "report_not_solved",
     "soft_checks",
     "soft_checks_enabled",
@@ -31,10 +50,18 @@ __all__ = [
 
 #: The first character of the line a soft check prints for an exercise that is not solved yet.
 NOT_SOLVED_MARK = "✗"
+_NOT_SOLVED_YET = "not solved yet: replace `raise NotImplementedError` in the exercise cell with your code"
 
 
 class ExerciseNotSolved(AssertionError):
-    """Raised by a check cell when the exercise above it is not solved yet (or not solved right)."""
+    """Raised by a check cell when the exercise above it is not solved yet (or not solved right).
+
+    The message is shown in the learner's language (:func:`hookviz.i18n.tr`; English where no
+    translation exists).
+    """
+
+    def __init__(self, message: str = "", *args: Any) -> None:
+        super().__init__(tr(message) if isinstance(message, str) else message, *args)
 
 
 def expect(condition: bool, message: str) -> None:
@@ -45,7 +72,7 @@ def expect(condition: bool, message: str) -> None:
 
 def passed(what: str) -> None:
     """Print the confirmation shown when a check succeeds."""
-    print(f"✓ {what}")
+    print(f"✓ {tr(what)}")
 
 
 def call_learner_code(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -53,9 +80,185 @@ def call_learner_code(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except NotImplementedError as exc:
-        raise ExerciseNotSolved(
-            "not solved yet: replace `raise NotImplementedError` in the exercise cell with your code"
-        ) from exc
+        raise ExerciseNotSolved(_NOT_SOLVED_YET) from exc
+
+
+# --------------------------------------------------------------------------- the learner's own errors
+
+#: Folders whose frames are never the learner's: hookviz itself, installed packages, the standard library.
+_NOT_LEARNER_DIRS = tuple(
+    str(Path(folder).resolve())
+    for folder in (
+        Path(__file__).resolve().parent.parent,
+        sysconfig.get_paths()["stdlib"],
+        sysconfig.get_paths()["purelib"],
+    )
+)
+
+#: Common mistakes, recognised by their error message: (pattern, hint).
+_HINTS: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(r"must be Tensor, not (tuple|list|dict|torch\.Size|Size|int|float|NoneType|str)"),
+        "a module received a {0} where it wanted a tensor. A forward hook that returns something replaces the "
+        "module's output (and a pre-hook's return value replaces its input): a hook that only records must "
+        "return None.",
+    ),
+    (
+        re.compile(r"'dict' object has no attribute 'append'"),
+        "`append` is a list method: a dict is filled with `store[key] = value`.",
+    ),
+    (
+        re.compile(r"'list' object has no attribute '(update|items|keys|values|get)'|list indices must be integers"),
+        "this is a list, not a dict: a list is filled with `.append(value)` and read by position.",
+    ),
+    (
+        re.compile(r"Boolean value of Tensor with more than one (value|element) is ambiguous"),
+        "Python's `if`, `and`/`or`, `min`, `max` or `sorted` on a tensor with several values needs one "
+        "True/False: use tensor operations instead (`t.min()`, `torch.maximum(a, b)`, `(t > 0).any()`, `.all()`).",
+    ),
+    (
+        re.compile(r"takes (\d+) positional arguments? but (\d+) (were|was) given|missing \d+ required positional"),
+        "the function's parameters do not match how it is called. PyTorch calls each hook kind with fixed "
+        "arguments (a tensor hook `hook(grad)`, a forward hook `hook(module, args, output)`, a forward pre-hook "
+        "`hook(module, args)`, a full backward hook `hook(module, grad_input, grad_output)`): compare your `def` "
+        "line with the exercise text.",
+    ),
+    (
+        re.compile(r"'tuple' object has no attribute"),
+        "that value is a tuple: a hook's `args` (and `grad_input`/`grad_output`) are tuples; the tensor is `args[0]`.",
+    ),
+    (
+        re.compile(r"'(torch\.Size|Size)' object has no attribute"),
+        "that value is a shape (`torch.Size`), not a tensor: keep the tensor itself where a tensor is needed.",
+    ),
+    (
+        re.compile(r"Can't call numpy\(\) on Tensor that requires grad"),
+        "a tensor that is part of the autograd graph cannot become a NumPy array: `.detach()` it first.",
+    ),
+    (
+        re.compile(
+            r"modified by an inplace operation|leaf Variable that requires grad is being used in an in-place|"
+            r"is a view and is being modified in-place|unsupported operation: more than one element of the written-to"
+        ),
+        "an in-place change (`*=`, `+=`, `.clamp_()`, `x[...] = ...`) hit a tensor that autograd still needs: "
+        "build a new tensor and return it.",
+    ),
+    (
+        re.compile(
+            r"only one element tensors can be converted|a Tensor with \d+ elements cannot be converted to Scalar"
+        ),
+        "`.item()` and `float(...)` take a single value: reduce the tensor first (`.norm()`, `.sum()`, `.max()`).",
+    ),
+    (
+        re.compile(r"hook '.*' has changed the (size|type) of value"),
+        "a gradient returned by a hook must keep the shape and dtype of the one it received.",
+    ),
+    (
+        re.compile(r"^name '(\w+)' is not defined"),
+        "`{0}` is not defined where your function runs: a typo, or a name from another cell (the checker "
+        "calls your function on models of its own; use the arguments it receives).",
+    ),
+]
+
+
+def _is_cell(filename: str) -> bool:
+    """True for the pseudo file name IPython gives a notebook cell."""
+    return filename.startswith("<ipython-input-") or re.search(r"ipykernel_\d+[/\\]\d+\.py$", filename) is not None
+
+
+def _is_learner_file(filename: str) -> bool:
+    """True for code the learner wrote: a notebook cell, or any file outside hookviz, packages and stdlib."""
+    if _is_cell(filename):
+        return True
+    if filename.startswith("<"):  # <string>, <frozen ...>: not a cell
+        return False
+    resolved = str(Path(filename).resolve())
+    return not any(resolved.startswith(folder) for folder in _NOT_LEARNER_DIRS)
+
+
+def _learner_frame(error: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of the learner's own code in ``error``'s traceback (where it failed), if any."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if _is_learner_file(frame.filename)]
+    return frames[-1] if frames else None
+
+
+def raised_in_learner_code(error: BaseException) -> bool:
+    """Whether ``error`` was raised by the learner's own code (its innermost frame is theirs), not by a library."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and _is_learner_file(frames[-1].filename)
+
+
+def _hint_for(error: BaseException) -> str:
+    """A hint for a common mistake, recognised by the error's message ('' when none fits)."""
+    message = str(error)
+    for pattern, hint in _HINTS:
+        match = pattern.search(message)
+        if match:
+            return hint.format(*match.groups())
+    return ""
+
+
+def describe_learner_error(error: BaseException) -> str:
+    """Say what went wrong and where: the error, the learner's function and cell line, and a hint.
+
+    The learner's frame is the innermost one of the traceback whose file is not part of hookviz, an
+    installed package (torch...) or the standard library: a notebook cell (``<ipython-input-...>`` or
+    ``.../ipykernel_*/....py``) or a file of the learner's own.
+    """
+    what = f"{type(error).__name__}: {error}".strip().rstrip(":")
+    frame = _learner_frame(error)
+    if frame is None:
+        text = (
+            f"the check could not use what your code gave it ({what}). Compare what your function returns "
+            "(and what your hook returns) with what the exercise asks for."
+        )
+    else:
+        code = (frame.line or "").strip()
+        place = "its cell" if _is_cell(frame.filename) else Path(frame.filename).name
+        where = (
+            f"in `{frame.name}`, line {frame.lineno} of {place}"
+            if frame.name != "<module>"
+            else (f"at line {frame.lineno} of {place}")
+        )
+        text = f"your code raised {what}\n  {where}" + (f": `{code}`" if code else "")
+    hint = _hint_for(error)
+    return text + (f"\n  hint: {hint}" if hint else "")
+
+
+_Check = TypeVar("_Check", bound=Callable[..., None])
+
+
+def checker(check: _Check) -> _Check:
+    """Decorate a ``check_*`` function: the learner's own errors become :class:`ExerciseNotSolved` hints.
+
+    A stub's ``NotImplementedError`` says "not solved yet"; any other exception (raised by the learner's
+    code, or by the check choking on what that code returned) becomes an ``ExerciseNotSolved`` whose
+    message names the error, the learner's function and line (:func:`describe_learner_error`). So a
+    check never stops "Run All" with a raw error, and ``%xmode Minimal`` never hides the location.
+    """
+
+    @functools.wraps(check)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            return check(*args, **kwargs)
+        except ExerciseNotSolved:
+            raise
+        except NotImplementedError as exc:
+            raise ExerciseNotSolved(_NOT_SOLVED_YET) from exc
+        except Exception as exc:  # noqa: BLE001 - every learner mistake becomes a hint
+            raise ExerciseNotSolved(describe_learner_error(exc)) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def learner_tracebacks(source: str) -> str:
+    """Turn the course's ``%xmode Minimal`` into ``%xmode Context`` in one cell's source (student copies).
+
+    The teacher notebooks use ``Minimal`` so that stored errors hold no file paths; a student copy has no
+    stored outputs, and its learner needs to see where their own code failed. Other lines are unchanged.
+    (``scripts/make_student.py``'s ``learner_code`` makes the same change; a test keeps the two equal.)
+    """
+    return re.sub(r"^(\s*)%xmode\s+Minimal\s*$", r"\1%xmode Context", source, flags=re.MULTILINE)
 
 
 def report_not_solved(error: ExerciseNotSolved) -> None:
@@ -110,11 +313,21 @@ def soft_checks_enabled() -> bool:
     return shell is not None and any(isinstance(t, _SoftCheckTransformer) for t in shell.ast_transformers)
 
 
+def _remove_soft_transformer(shell: Any) -> None:
+    shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, _SoftCheckTransformer)]
+
+
 def strict_checks() -> None:
-    """Turn soft checks off: a check that is not solved raises :class:`ExerciseNotSolved` again."""
+    """Turn soft checks off and show full tracebacks again, from the next cell on.
+
+    A check that is not solved raises :class:`ExerciseNotSolved` again, and every error shows its
+    traceback with the lines around each frame (``%xmode Context``, IPython's default), undoing the
+    one-line ``%xmode Minimal`` the notebooks set for their stored outputs.
+    """
     shell = _shell()
     if shell is not None:
-        shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, _SoftCheckTransformer)]
+        _remove_soft_transformer(shell)
+        shell.run_line_magic("xmode", "Context")
 
 
 def soft_checks() -> bool:
@@ -126,6 +339,6 @@ def soft_checks() -> bool:
     shell = _shell()
     if shell is None:
         return False
-    strict_checks()
+    _remove_soft_transformer(shell)
     shell.ast_transformers.append(_SoftCheckTransformer())
     return True

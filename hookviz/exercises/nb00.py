@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, describe_learner_error, expect, passed
 from hookviz.hooks_table import list_hooks
 
 __all__ = ["check_record_output_shapes", "check_attach_grad_norm_logger"]
@@ -51,6 +51,7 @@ def _expected_shapes(model: nn.Module, x: Tensor) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+@checker
 def check_record_output_shapes(fn: Callable[[nn.Module, Tensor], dict[str, Any]]) -> None:
     """Check ``fn(model, x)``: run ``model(x)`` once and return ``{leaf name: output shape}``.
 
@@ -59,8 +60,12 @@ def check_record_output_shapes(fn: Callable[[nn.Module, Tensor], dict[str, Any]]
     torch.manual_seed(0)
     cases = [
         (nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2)), torch.zeros(4, 3)),
+        # nested like the course CNN (features.0, ..., classifier.1): the leaves sit inside containers
         (
-            nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten()),
+            nn.Sequential(
+                nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)),
+                nn.Sequential(nn.Flatten(), nn.Linear(36, 3)),
+            ),
             torch.zeros(2, 1, 6, 6),
         ),
     ]
@@ -81,6 +86,14 @@ def check_record_output_shapes(fn: Callable[[nn.Module, Tensor], dict[str, Any]]
                 "ended - not when you register it. Bind the name when you register the hook: "
                 "`lambda module, args, output, name=name: ...`, or build each hook in a small function "
                 "`make_hook(name)` that returns it."
+            )
+        children = [name for name, _ in model.named_children()]
+        if sorted(result) != sorted(expected) and sorted(result) == sorted(children):
+            raise ExerciseNotSolved(
+                f"your keys are the model's direct children {sorted(children)}, but these are containers "
+                f"here: the leaves inside them ({sorted(expected)}) are missing. named_children() gives only "
+                "the first level; named_modules() walks the whole tree (the course CNN's leaves are "
+                "features.0, ..., classifier.1). Keep the modules without children."
             )
         expect(
             sorted(result) == sorted(expected),
@@ -115,6 +128,7 @@ def check_record_output_shapes(fn: Callable[[nn.Module, Tensor], dict[str, Any]]
     passed("record_output_shapes returns every leaf's output shape and leaves no hook behind")
 
 
+@checker
 def check_attach_grad_norm_logger(fn: Callable[[Tensor, list[float]], Any]) -> None:
     """Check ``attach_grad_norm_logger(param, log)``: a hook appending ``param.grad.norm()`` after each write.
 
@@ -128,27 +142,31 @@ def check_attach_grad_norm_logger(fn: Callable[[Tensor, list[float]], Any]) -> N
         hasattr(handle, "remove"),
         "return the handle that the registration call gives you, so that the hook can be removed",
     )
-    coeff = torch.tensor([3.0, 4.0])  # d/dw (coeff * w).sum() = coeff, whose norm is 5
     try:
-        for _ in range(2):  # two backward passes: .grad accumulates to 2 * coeff
-            (coeff * w).sum().backward()
-    except (AttributeError, TypeError) as exc:
-        raise ExerciseNotSolved(
-            f"your hook failed with {type(exc).__name__}: {exc}. When it ran, param.grad was not "
-            "written yet: choose the hook kind that fires after .grad is updated."
-        ) from None
-    expect(len(log) == 2, f"two backward passes should log two values, got {len(log)}: {log}")
-    values = [float(v) for v in log]
-    if all(math.isclose(v, 5.0, rel_tol=1e-5) for v in values):
-        raise ExerciseNotSolved(
-            "your log shows the incoming gradient (5.0 both times), not the accumulated .grad "
-            "(5.0 then 10.0). Use the hook kind that fires after .grad is written and read param.grad."
+        coeff = torch.tensor([3.0, 4.0])  # d/dw (coeff * w).sum() = coeff, whose norm is 5
+        try:
+            for _ in range(2):  # two backward passes: .grad accumulates to 2 * coeff
+                (coeff * w).sum().backward()
+        except (AttributeError, TypeError) as exc:
+            if "NoneType" not in str(exc):
+                raise
+            raise ExerciseNotSolved(
+                f"{describe_learner_error(exc)}\nWhen your hook ran, param.grad was not "
+                "written yet: choose the hook kind that fires after .grad is updated."
+            ) from None
+        expect(len(log) == 2, f"two backward passes should log two values, got {len(log)}: {log}")
+        values = [float(v) for v in log]
+        if all(math.isclose(v, 5.0, rel_tol=1e-5) for v in values):
+            raise ExerciseNotSolved(
+                "your log shows the incoming gradient (5.0 both times), not the accumulated .grad "
+                "(5.0 then 10.0). Use the hook kind that fires after .grad is written and read param.grad."
+            )
+        expect(
+            all(math.isclose(v, e, rel_tol=1e-5) for v, e in zip(values, [5.0, 10.0], strict=True)),
+            f"expected the norms of the accumulated .grad, [5.0, 10.0], got {values}",
         )
-    expect(
-        all(math.isclose(v, e, rel_tol=1e-5) for v, e in zip(values, [5.0, 10.0], strict=True)),
-        f"expected the norms of the accumulated .grad, [5.0, 10.0], got {values}",
-    )
-    handle.remove()
+    finally:
+        handle.remove()
     (coeff * w).sum().backward()
     expect(len(log) == 2, "after handle.remove() the hook still fired: return the hook's own handle")
     passed("the logger sees .grad after it is written: norms [5.0, 10.0]")

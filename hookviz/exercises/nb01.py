@@ -14,26 +14,62 @@ import torch
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, describe_learner_error, expect, passed
 
 __all__ = ["check_clip_hook", "check_register_once", "check_grad_norm_logger_class"]
 
 
+@checker
 def check_clip_hook(clip_hook: Callable[[Tensor], Tensor | None]) -> None:
-    """Exercise 1: ``clip_hook(grad)`` returns the gradient clamped to ``[-1, 1]`` without touching ``grad``."""
-    incoming = torch.tensor([-3.0, -0.5, 0.5, 3.0])
-    before = incoming.clone()
-    result = call_learner_code(clip_hook, incoming)
-    expect(
-        torch.equal(incoming, before),
-        "your hook changed the gradient it received (an in-place operation); build a new tensor and return it",
-    )
-    expect(result is not None, "your hook returned None, so autograd keeps the original gradient: return the new one")
-    expect(isinstance(result, Tensor), f"the hook must return a tensor, not {type(result).__name__}")
-    expect(
-        result.shape == incoming.shape and torch.allclose(result, before.clamp(-1.0, 1.0)),
-        "values inside [-1, 1] must stay as they are and values outside must become -1 or 1",
-    )
+    """Exercise 1: ``clip_hook(grad)`` rescales the gradient to an L2 norm of at most 1, never touching ``grad``.
+
+    A gradient whose norm is already at most 1 passes unchanged (the hook may return it or ``None``); a
+    larger one keeps its direction and gets norm 1. The hook must not write into ``grad``: the check
+    also runs it inside a real backward pass behind ``.sum()``, where the gradient is a broadcast view.
+    """
+    cases = [
+        ([3.0, 4.0], [0.6, 0.8]),  # norm 5: scaled down to norm 1
+        ([0.3, -0.4], [0.3, -0.4]),  # norm 0.5: unchanged
+        ([0.0, 0.0, 0.0], [0.0, 0.0, 0.0]),  # norm 0: unchanged (no division by zero)
+        ([-6.0, 0.0, 8.0, 0.0], [-0.6, 0.0, 0.8, 0.0]),
+    ]
+    for values, wanted in cases:
+        incoming = torch.tensor(values)
+        before = incoming.clone()
+        result = call_learner_code(clip_hook, incoming)
+        expect(
+            torch.equal(incoming, before),
+            "your hook changed the gradient it received (an in-place operation such as `/=` or `mul_`); "
+            "build a new tensor and return it",
+        )
+        got = before if result is None else result
+        expect(isinstance(got, Tensor), f"the hook must return a tensor (or None), not {type(got).__name__}")
+        expect(
+            got.shape == before.shape, f"the returned gradient has shape {tuple(got.shape)}, not {tuple(before.shape)}"
+        )
+        if bool(torch.isnan(got).any()):
+            raise ExerciseNotSolved(
+                f"for the gradient {values} your hook returned NaN: a gradient of norm 0 (or any norm of at "
+                "most 1) must pass unchanged - do not divide by its norm"
+            )
+        if torch.allclose(got, before.clamp(-1.0, 1.0)) and not torch.allclose(got, torch.tensor(wanted)):
+            raise ExerciseNotSolved(
+                f"for the gradient {values} you returned {[round(v, 3) for v in got.tolist()]}: each entry was "
+                "clamped on its own, which turns the gradient's direction. Rescale the whole gradient by one "
+                "factor, so that its L2 norm (grad.norm()) becomes 1."
+            )
+        norm = before.norm().item()
+        expect(
+            torch.allclose(got, torch.tensor(wanted), atol=1e-6),
+            f"for the gradient {values} (L2 norm {norm:g}) expected {wanted}, got {[round(v, 4) for v in got.tolist()]}"
+            + (
+                ": a gradient whose norm is at most 1 must pass unchanged"
+                if norm <= 1
+                else ": divide by the norm, so that the result has norm 1 and the same direction"
+            ),
+        )
+        if result is not None and norm > 1:
+            expect(result is not incoming, "return a new tensor, not the one you received")
     # Inside a real backward pass the incoming gradient of `.sum()` is an expanded tensor.
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 1
@@ -42,12 +78,17 @@ def check_clip_hook(clip_hook: Callable[[Tensor], Tensor | None]) -> None:
         call_learner_code(lambda: (5 * y).sum().backward())
     except RuntimeError as exc:
         raise ExerciseNotSolved(
-            f"backward failed inside your hook ({exc}); do not write into the incoming gradient"
+            f"backward failed inside your hook; do not write into the incoming gradient.\n{describe_learner_error(exc)}"
         ) from exc
-    expect(torch.equal(x.grad, torch.ones(3)), f"after backward x.grad should be all ones, got {x.grad.tolist()}")
-    passed("clip_hook returns a clamped copy and leaves autograd's gradient alone")
+    want = torch.full((3,), 5.0) / torch.full((3,), 5.0).norm()
+    expect(
+        torch.allclose(x.grad, want),
+        f"after backward x.grad should be {[round(v, 4) for v in want.tolist()]}, got {x.grad.tolist()}",
+    )
+    passed("clip_hook rescales the gradient to norm 1 with a new tensor and leaves autograd's gradient alone")
 
 
+@checker
 def check_register_once(register_once: Callable[[Tensor, Callable[[Tensor], Any]], RemovableHandle]) -> None:
     """Exercise 2: ``register_once(tensor, fn)`` registers ``fn`` so that it runs in one backward pass only."""
     calls: list[float] = []
@@ -87,6 +128,7 @@ def check_register_once(register_once: Callable[[Tensor, Callable[[Tensor], Any]
     passed("register_once runs fn in the first backward only, passes its result on, and can be removed early")
 
 
+@checker
 def check_grad_norm_logger_class(logger_cls: type) -> None:
     """Exercise 3: a class whose bound method is a post-accumulate-grad hook that logs ``param.grad`` norms.
 

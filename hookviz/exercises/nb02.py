@@ -17,7 +17,7 @@ from torch.nn import functional as F
 from torch.utils.hooks import RemovableHandle
 
 from hookviz.data import load_digits
-from hookviz.exercises import call_learner_code, expect, passed
+from hookviz.exercises import call_learner_code, checker, expect, passed
 from hookviz.hooks_table import list_hooks
 from hookviz.models import load_pretrained_cnn
 
@@ -26,8 +26,13 @@ __all__ = ["check_feature_hook", "check_mixup", "check_call_counter"]
 Hook = Callable[[nn.Module, tuple[Any, ...], Any], Any]
 
 
+@checker
 def check_feature_hook(make_hook: Callable[[dict[str, Tensor], str], Hook]) -> None:
-    """Exercise 1: ``make_hook(store, name)`` returns a forward hook that keeps the output detached, on the CPU."""
+    """Exercise 1: ``make_hook(store, name)`` returns a forward hook that keeps a safe copy of the output.
+
+    Safe: detached (no graph kept alive), on the CPU, a copy that a later in-place layer cannot change,
+    and the model's own output untouched.
+    """
     model = load_pretrained_cnn()
     x = load_digits("test")[0][:8]
     store: dict[str, Tensor] = {}
@@ -53,15 +58,38 @@ def check_feature_hook(make_hook: Callable[[dict[str, Tensor], str], Hook]) -> N
             f"store[{name!r}] is still attached to the autograd graph: it keeps the whole graph alive; detach it",
         )
         expect(kept.device.type == "cpu", f"store[{name!r}] should be on the CPU")
-        expect(torch.allclose(kept, want[name]), f"store[{name!r}] does not hold that layer's output")
+        expect(
+            kept.shape == want[name].shape and torch.allclose(kept, want[name]),
+            f"store[{name!r}] does not hold that layer's output",
+        )
     expect(
         logits.requires_grad,
         "the model's output no longer requires grad: your hook returned the detached tensor and so replaced the"
         " output; a hook that only records should return None",
     )
-    passed("the hook stores detached CPU copies and leaves the forward pass untouched")
+    # A layer followed by ReLU(inplace=True): what is kept must be what the layer returned.
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(inplace=True))
+    batch = torch.randn(5, 3)
+    with torch.no_grad():
+        returned = net[0](batch).clone()
+    kept_store: dict[str, Tensor] = {}
+    handle = net[0].register_forward_hook(call_learner_code(make_hook, kept_store, "0"))
+    try:
+        call_learner_code(net, batch)
+    finally:
+        handle.remove()
+    kept = kept_store.get("0")
+    expect(isinstance(kept, Tensor), "on a Linear layer the hook stored nothing under the given name")
+    expect(
+        torch.equal(kept, returned),
+        "behind a ReLU(inplace=True) the stored output lost its negative values: the ReLU overwrote the very "
+        "tensor you kept. What you keep must be the layer's output as it was returned (section 2's detail).",
+    )
+    passed("the hook stores detached CPU copies that later in-place layers cannot change, and leaves the model alone")
 
 
+@checker
 def check_mixup(
     make_mixup_hook: Callable[[float, Tensor], Hook],
     mix_targets: Callable[[Tensor, float, Tensor, int], Tensor],
@@ -131,6 +159,7 @@ class _Reuser(nn.Module):
         return self.lin2(self.act(self.lin1(self.act(x))))
 
 
+@checker
 def check_call_counter(
     register_counters: Callable[[nn.Module], tuple[dict[str, int], list[RemovableHandle]]],
 ) -> None:

@@ -12,7 +12,15 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.exercises import (
+    ExerciseNotSolved,
+    call_learner_code,
+    checker,
+    describe_learner_error,
+    expect,
+    passed,
+    raised_in_learner_code,
+)
 from hookviz.models import DigitsCNN
 
 __all__ = ["check_clamp_input", "check_digit_shape_guard", "check_cap_factor"]
@@ -25,6 +33,7 @@ class _Scale(nn.Module):
         return x * factor
 
 
+@checker
 def check_clamp_input(hook: Callable[..., Any]) -> None:
     """Exercise 1: a forward pre-hook that clamps a module's input into ``[0, 1]``.
 
@@ -59,6 +68,7 @@ def check_clamp_input(hook: Callable[..., Any]) -> None:
     passed("the module now always sees its input clamped into [0, 1], and the caller's tensor is untouched")
 
 
+@checker
 def check_digit_shape_guard(hook: Callable[..., Any]) -> None:
     """Exercise 2: a forward pre-hook that refuses inputs that are not ``(N, 1, 8, 8)`` digits.
 
@@ -93,9 +103,14 @@ def check_digit_shape_guard(hook: Callable[..., Any]) -> None:
             except ExerciseNotSolved:
                 raise
             except Exception as exc:  # any other error: tell the learner which
+                if not raised_in_learner_code(exc):
+                    raise ExerciseNotSolved(
+                        f"an input of shape {bad_shape} got past your hook and failed later, inside the model "
+                        f"({type(exc).__name__}): it was accepted, but the hook must raise ValueError for it"
+                    ) from exc
                 raise ExerciseNotSolved(
                     f"an input of shape {bad_shape} raised {type(exc).__name__} instead of ValueError: "
-                    "your hook must raise before the model runs"
+                    f"your hook must raise before the model runs.\n{describe_learner_error(exc)}"
                 ) from exc
             else:
                 raise ExerciseNotSolved(f"an input of shape {bad_shape} was accepted; it must raise ValueError")
@@ -104,6 +119,7 @@ def check_digit_shape_guard(hook: Callable[..., Any]) -> None:
     passed("good digit batches pass untouched, wrong shapes stop with a clear ValueError")
 
 
+@checker
 def check_cap_factor(hook: Callable[..., Any]) -> None:
     """Exercise 3: a ``with_kwargs=True`` pre-hook that caps the keyword argument ``factor`` at 1.0."""
     module = _Scale()

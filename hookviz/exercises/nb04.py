@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, describe_learner_error, expect, passed
 from hookviz.hooks_table import list_hooks
 from hookviz.models import DigitsCNN
 
@@ -42,13 +42,14 @@ def _backward_with(hook: Callable[..., Any], module: nn.Module, *inputs: Tensor)
                 raise
             except (RuntimeError, TypeError, AttributeError) as exc:
                 raise ExerciseNotSolved(
-                    f"backward failed with {type(exc).__name__}: {exc}. Return a tuple with one entry per "
+                    f"backward failed: {describe_learner_error(exc)}\nReturn a tuple with one entry per "
                     "grad_input entry, and keep None entries as None."
                 ) from exc
     finally:
         handle.remove()
 
 
+@checker
 def check_halve_input_grads(hook: Callable[..., Any]) -> None:
     """Exercise 1: a full backward hook that halves every gradient flowing back to a module's inputs.
 
@@ -101,6 +102,7 @@ def _true_grads(model: nn.Module, x: Tensor) -> dict[str, Tensor]:
     return grads
 
 
+@checker
 def check_clip_hooks(add_clip_hooks: Callable[[nn.Module, float], Any]) -> None:
     """Exercise 2: per-parameter tensor hooks that clamp every parameter gradient into ``[-limit, limit]``.
 
@@ -155,6 +157,7 @@ def check_clip_hooks(add_clip_hooks: Callable[[nn.Module, float], Any]) -> None:
     passed("every parameter gradient is clamped, and the handles remove the hooks again")
 
 
+@checker
 def check_output_grad_norms(attach: Callable[[nn.Module, dict[str, float]], Any]) -> None:
     """Exercise 3: full backward pre-hooks that record the L2 norm of each layer's output gradient.
 

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, expect, passed
 from hookviz.hooks_table import HookTable, list_global_hooks, list_hooks
 
 __all__ = ["check_count_calls", "check_attach_once", "check_safe_hook"]
@@ -50,15 +50,36 @@ class _Boom(nn.Module):
         raise RuntimeError("boom: this forward always fails")
 
 
+class _MakesItsOwnLayer(nn.Module):
+    """Calls a Tanh it creates inside ``forward``: not a submodule, so only a global hook sees that call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return nn.Tanh()(self.lin(x))
+
+
+@checker
 def check_count_calls(count_calls: Callable[[nn.Module, Tensor], dict[str, int]]) -> None:
-    """Check ``count_calls(model, x)``: module calls per class name, seen by a global hook, removed after."""
+    """Check ``count_calls(model, x)``: module calls per class name, seen by a global hook, removed after.
+
+    The exception of a failing forward must reach the caller, and no global hook may outlive the call
+    (the check removes any it finds, so that a wrong answer does not slow every later cell).
+    """
     before, before_ids = _global_hook_count(), _global_hook_ids()
+    try:
+        _check_count_calls(count_calls, before)
+    finally:
+        _remove_new_global_hooks(before_ids)
+
+
+def _check_count_calls(count_calls: Callable[[nn.Module, Tensor], dict[str, int]], before: int) -> None:
     model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Sequential(nn.Linear(3, 2), nn.ReLU()))
     got = call_learner_code(count_calls, model, torch.randn(2, 4))
-    leaked = _global_hook_count() != before
-    _remove_new_global_hooks(before_ids)
     expect(
-        not leaked,
+        _global_hook_count() == before,
         "a global hook is still registered after count_calls returned: every model in the process now runs "
         "it. Remove it before returning (a `with` block around the forward does that for you).",
     )
@@ -69,20 +90,38 @@ def check_count_calls(count_calls: Callable[[nn.Module, Tensor], dict[str, int]]
         f"for a Sequential(Linear, ReLU, Sequential(Linear, ReLU)) expected {expected}, got {got}. Hint: a global "
         "forward hook runs for every module call, containers included; count type(module).__name__.",
     )
+    own = _MakesItsOwnLayer()
+    got = call_learner_code(count_calls, own, torch.randn(2, 4))
+    expected = {"_MakesItsOwnLayer": 1, "Linear": 1, "Tanh": 1}
+    if isinstance(got, dict) and got == {"_MakesItsOwnLayer": 1, "Linear": 1}:
+        raise ExerciseNotSolved(
+            "you counted only the modules registered in the model: a model whose forward creates and calls a "
+            "Tanh of its own was counted without that Tanh. Hooks put on model.modules() one by one are local "
+            "hooks; the task asks for one global forward hook, which sees every module call in the process "
+            "(torch.nn.modules.module.register_module_forward_hook)."
+        )
+    expect(got == expected, f"for a model that calls a Tanh it creates in forward, expected {expected}, got {got}")
     try:
         count_calls(_Boom(), torch.randn(2, 4))
     except RuntimeError:
-        pass
-    leaked = _global_hook_count() != before
-    _remove_new_global_hooks(before_ids)
+        reached = True
+    else:
+        reached = False
     expect(
-        not leaked,
+        _global_hook_count() == before,
         "when the model's forward raises, your global hook stays registered. Use `with handle:` (or "
         "try/finally) so that it is removed on every exit path.",
+    )
+    expect(
+        reached,
+        "when the model's forward raised, count_calls returned normally: the error must reach the caller. "
+        "A try/except that swallows it hides the failure; `with handle:` or try/finally removes the hook and "
+        "lets the error go on.",
     )
     passed("count_calls counts every module call with a global hook and removes it, even when forward raises")
 
 
+@checker
 def check_attach_once(attach_once: Callable[[nn.Module, Callable[..., Any]], Any]) -> None:
     """Check ``attach_once(module, hook)``: calling it again replaces the module's hook instead of stacking."""
     calls: list[str] = []
@@ -123,6 +162,7 @@ def check_attach_once(attach_once: Callable[[nn.Module, Callable[..., Any]], Any
     passed("attach_once replaces instead of stacking, one hook per module")
 
 
+@checker
 def check_safe_hook(make_safe_hook: Callable[[list[Tensor]], Callable[..., Any]]) -> None:
     """Check ``make_safe_hook(store)``: a forward hook that appends a detached copy of the output to ``store``."""
     torch.manual_seed(0)

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, expect, passed
 from hookviz.models import DigitsCNN
 
 __all__ = ["check_count_saved_bytes", "check_renaming_hook", "check_optimizer_in_backward"]
@@ -28,6 +28,7 @@ def _reference_saved_bytes(fn: Callable[..., Tensor], *inputs: Tensor) -> int:
     return total
 
 
+@checker
 def check_count_saved_bytes(count_saved_bytes: Callable[..., int]) -> None:
     """Check ``count_saved_bytes(fn, *inputs)``: bytes of every tensor autograd saves while running ``fn``."""
     x = torch.randn(3, 5, requires_grad=True)
@@ -66,6 +67,7 @@ def _old_checkpoint(model: nn.Module, renames: dict[str, str]) -> dict[str, Tens
     return old
 
 
+@checker
 def check_renaming_hook(make_renaming_hook: Callable[[dict[str, str]], Callable[..., Any]]) -> None:
     """Check ``make_renaming_hook(old_to_new)``: a load_state_dict pre-hook that renames key prefixes."""
     torch.manual_seed(1)
@@ -89,6 +91,7 @@ def check_renaming_hook(make_renaming_hook: Callable[[dict[str, str]], Callable[
     passed("an old checkpoint with renamed layers loads strictly into DigitsCNN through your pre-hook")
 
 
+@checker
 def check_optimizer_in_backward(
     attach: Callable[[nn.Module, Callable[[list[nn.Parameter]], torch.optim.Optimizer]], list[Any]],
 ) -> None:

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from hookviz.data import load_digits
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, expect, passed
+from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, describe_learner_error, expect, passed
 from hookviz.hooks_table import list_hooks
 from hookviz.models import load_pretrained_cnn
 
@@ -69,6 +69,7 @@ def _layer_output(model: nn.Module, layer: nn.Module, images: Tensor) -> Tensor:
 # --------------------------------------------------------------------------- exercise 1
 
 
+@checker
 def check_activity_counter(counter_cls: type) -> None:
     """Check an ``ActivityCounter(module)`` that counts, per channel, the samples that activated it.
 
@@ -154,6 +155,7 @@ def _reference_cam(model: nn.Module, layer: nn.Module, images: Tensor, score_fn:
     return torch.relu((weights * kept[0]).sum(dim=1)).detach()
 
 
+@checker
 def check_contrastive_cam(fn: Callable[..., Tensor]) -> None:
     """Check ``contrastive_cam(model, layer_name, images, cls, foil)``: Grad-CAM of ``logit[cls] - logit[foil]``."""
     model = load_pretrained_cnn()
@@ -219,17 +221,29 @@ def _expect_raises_naming(run: Callable[[], Any], name: str, others: list[str], 
     except ExerciseNotSolved:
         raise
     except Exception as exc:  # noqa: BLE001 - report whatever the learner's hook raised
-        raise ExerciseNotSolved(f"{case}: expected FloatingPointError, got {type(exc).__name__}: {exc}") from exc
+        raise ExerciseNotSolved(f"{case}: expected FloatingPointError, but {describe_learner_error(exc)}") from exc
     raise ExerciseNotSolved(
         f"{case}: the forward pass finished without FloatingPointError although {name!r} produced "
         "NaN/Inf; the guard must raise from the forward hook"
     )
 
 
+@checker
 def check_nan_guard(install: Callable[[nn.Module], list[Any]]) -> None:
     """Check ``install_nan_guard(model) -> handles``: forward hooks that raise at the first NaN/Inf output."""
+    models: list[nn.Module] = []  # the checker's own models: any hook the learner leaves on them goes at the end
+    try:
+        _check_nan_guard(install, models)
+    finally:
+        for model in models:
+            list_hooks(model, include_global=False).remove()
+    passed("the guard stops the forward pass at the first module (in execution order) whose output is NaN/Inf")
+
+
+def _check_nan_guard(install: Callable[[nn.Module], list[Any]], models: list[nn.Module]) -> None:
     x, _ = _digits(8)
     clean = load_pretrained_cnn()
+    models.append(clean)
     handles = call_learner_code(install, clean)
     expect(isinstance(handles, (list, tuple)) and handles, "install_nan_guard should return the list of handles")
     expect(_module_hook_count(clean) >= 10, "put a forward hook on every module (named_modules()), not only a few")
@@ -244,6 +258,7 @@ def check_nan_guard(install: Callable[[nn.Module], list[Any]]) -> None:
     _expect_no_hooks(clean, "removing the handles install_nan_guard returned")
 
     bad = load_pretrained_cnn()
+    models.append(bad)
     with torch.no_grad():
         bad.features[4].weight[3, 2, 1, 1] = float("inf")
     handles = call_learner_code(install, bad)
@@ -256,6 +271,7 @@ def check_nan_guard(install: Callable[[nn.Module], list[Any]]) -> None:
         handle.remove()
 
     reordered = _Reordered()
+    models.append(reordered)
     with torch.no_grad():
         reordered.body[0].weight[0, 0] = float("inf")
     handles = call_learner_code(install, reordered)
@@ -266,12 +282,12 @@ def check_nan_guard(install: Callable[[nn.Module], list[Any]]) -> None:
     for handle in handles:
         handle.remove()
     _expect_no_hooks(reordered, "removing the handles")
-    passed("the guard stops the forward pass at the first module (in execution order) whose output is NaN/Inf")
 
 
 # --------------------------------------------------------------------------- exercise 4
 
 
+@checker
 def check_channel_ablation(fn: Callable[..., Tensor]) -> None:
     """Check ``channel_ablation(model, layer_name, images, labels) -> Tensor (C,)``.
 
