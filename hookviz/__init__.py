@@ -21,12 +21,16 @@ from hookviz.capture import (
 from hookviz.data import load_digits
 from hookviz.doctor import doctor, environment_report
 from hookviz.hooks_table import HookTable, list_hooks, remove_all_hooks
+from hookviz.i18n import get_language, set_language, tr
 from hookviz.models import DigitsCNN, accuracy, load_pretrained_cnn, make_digits_step, train_digits_cnn
+from hookviz.transformer import TinyTransformer, load_tiny_transformer, make_tiny_batch
 
 __version__ = "0.1.0"
 
 # The widgets import ipywidgets and matplotlib: load them on first use, so `import hookviz` stays light.
 _WIDGETS = (
+    "AttentionExplorer",
+    "AttentionState",
     "ExplorerState",
     "HookTimeline",
     "LayerExplorer",
@@ -52,20 +56,26 @@ __all__ = [
     "DigitsCNN",
     "HookGroup",
     "HookTable",
+    "TinyTransformer",
     "LayerRecord",
     "accuracy",
     "catalogue",
     "capture",
     "doctor",
     "environment_report",
+    "get_language",
     "list_hooks",
     "load_digits",
     "load_pretrained_cnn",
+    "load_tiny_transformer",
     "make_digits_step",
+    "make_tiny_batch",
     "register",
     "registered_keys",
     "remove_all_hooks",
     "remove_key",
     "resolve_layers",
+    "set_language",
     "train_digits_cnn",
+    "tr",
 ]

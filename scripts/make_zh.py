@@ -1,8 +1,16 @@
 """Generate the Chinese (zh-Hans) edition of the course from the English notebooks plus translations.
 
 The English notebooks are the one source of code: every code cell, output, tag, execution count and
-all metadata of ``notebooks/zh/NN_name.ipynb`` are copied from ``notebooks/NN_name.ipynb``. Only the
-markdown text comes from ``i18n/zh/NN_name.md``, which holds one entry per markdown cell::
+all metadata of ``notebooks/zh/NN_name.ipynb`` are copied from ``notebooks/NN_name.ipynb``, with three
+generated differences that make it a Chinese notebook:
+
+- the imports cell gets one more line, ``hookviz.set_language("zh")``, so that what hookviz prints for
+  the learner (the checkers' ``✓``/``✗`` lines and hints) is Chinese (:mod:`hookviz.i18n`);
+- the stored ``✓``/``✗`` lines are translated with the same catalogue, so that they are exactly what
+  the code prints now (nbval over ``notebooks/zh/`` proves it);
+- the notebook metadata says ``"language": "zh-CN"``.
+
+The markdown text comes from ``i18n/zh/NN_name.md``, which holds one entry per markdown cell::
 
     %% <cell id> <first 12 hex digits of the sha256 of the English cell source>
     译文……
@@ -43,6 +51,9 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from hookviz.i18n import translate  # noqa: E402  (the package of this checkout, not another installed one)
+
 EN_DIR = ROOT / "notebooks"
 OUT_DIR = EN_DIR / "zh"
 I18N_DIR = ROOT / "i18n" / "zh"
@@ -71,9 +82,11 @@ def english_notebooks() -> list[Path]:
 
 CJK = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef\u2014\u2026\u201c\u201d"
 FULL_WIDTH_PUNCT = "\u3000-\u303f\uff00-\uffef"
-BLOCK_START = re.compile(r"^(\s*([-*+>#|<]|\d+\.|```)|\s*$)")
-SOFT_BREAK = re.compile(f"[{CJK}]$")
-CJK_START = re.compile(f"^\\s*[{CJK}]")
+# A list item needs a space after its marker: "*你的*" starts emphasis, not a list.
+BLOCK_START = re.compile(r"^(\s*([-*+]\s|[-*_]{3,}\s*$|[>#|<]|\d+\.\s|```)|\s*$)")
+# Emphasis markers around a Chinese character at a line break do not separate it from the break.
+SOFT_BREAK = re.compile(f"[{CJK}](\\*{{1,2}}|_{{1,2}})?$")
+CJK_START = re.compile(f"^\\s*(\\*{{1,2}}|_{{1,2}})?[{CJK}]")
 PUNCT_END = re.compile(f"[{FULL_WIDTH_PUNCT}]$")
 PUNCT_START = re.compile(f"^\\s*[{FULL_WIDTH_PUNCT}]")
 
@@ -230,6 +243,59 @@ def notebook_units(notebook: nbformat.NotebookNode, name: str) -> list[Unit]:
     return units
 
 
+#: The language of the generated notebooks, in their metadata (``metadata["language"]``).
+LANGUAGE_TAG = "zh-CN"
+#: The line the generator adds to the imports cell of every zh notebook.
+SET_LANGUAGE = 'hookviz.set_language("zh")  # 中文版：hookviz 的检查结果和提示用中文显示'
+IMPORT_LINE = re.compile(r"^(import \S|from \S+ import )")
+HOOKVIZ_IMPORT = re.compile(r"^(import hookviz\b|from hookviz[\w.]* import )")
+#: Stream lines that hookviz's checkers print: the mark, a space, the message.
+CHECK_LINE = re.compile(r"^(?P<mark>[✓✗] )(?P<message>.*?)(?P<end>\n?)$", re.DOTALL)
+
+
+def imports_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+    """The first code cell that imports hookviz (the notebook's imports cell), or None."""
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and any(HOOKVIZ_IMPORT.match(line) for line in cell.source.splitlines()):
+            return cell
+    return None
+
+
+def with_language_line(source: str) -> str:
+    """The imports cell's source with :data:`SET_LANGUAGE` after its last import (and ``import hookviz``
+    added before the first ``from hookviz ...`` import when the cell lacks it)."""
+    lines = source.split("\n")
+    if not any(re.match(r"^import hookviz\s*$", line) for line in lines):
+        first = next(index for index, line in enumerate(lines) if HOOKVIZ_IMPORT.match(line))
+        lines.insert(first, "import hookviz")
+    last = max(index for index, line in enumerate(lines) if IMPORT_LINE.match(line))
+    lines[last + 1 : last + 1] = ["", SET_LANGUAGE]
+    return "\n".join(lines)
+
+
+def localise_text(text: str) -> str:
+    """Stream text with every ``✓ ...`` / ``✗ ...`` line of a checker in Chinese, as the code prints it
+    after ``set_language("zh")``; other lines stay as they are."""
+    lines = []
+    for line in text.splitlines(keepends=True):
+        match = CHECK_LINE.match(line)
+        if match:
+            line = match["mark"] + translate(match["message"], "zh") + match["end"]
+        lines.append(line)
+    return "".join(lines)
+
+
+def localise_outputs(outputs: list) -> None:
+    """Translate, in place, what hookviz's checkers printed or raised in a code cell's outputs."""
+    for output in outputs:
+        if output.get("output_type") == "stream":
+            output["text"] = localise_text(output["text"])
+        elif output.get("output_type") == "error" and output.get("ename") == "ExerciseNotSolved":
+            english = output["evalue"]
+            output["evalue"] = translate(english, "zh")
+            output["traceback"] = [line.replace(english, output["evalue"]) for line in output["traceback"]]
+
+
 def generate_notebook(path: Path, result: Result) -> None:
     """Build the zh copy of one English notebook into ``result``."""
     notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
@@ -240,6 +306,12 @@ def generate_notebook(path: Path, result: Result) -> None:
     for cell in translated.cells:
         if cell.cell_type == "markdown":
             cell.source = fix_links(texts[cell.id])
+        elif cell.cell_type == "code":
+            localise_outputs(cell.outputs)
+    imports = imports_cell(translated)
+    if imports is not None:
+        imports.source = with_language_line(imports.source)
+    translated.metadata["language"] = LANGUAGE_TAG
     result.files[OUT_DIR / path.name] = nbformat.writes(translated)
     result.files[SNAPSHOT_DIR / f"{path.stem}.json"] = snapshot_text(snapshot)
     result.problems.extend(problems)

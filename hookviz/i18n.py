@@ -1,0 +1,116 @@
+"""The learner-facing messages of hookviz in the learner's language: one switch, one catalogue.
+
+Everything a learner reads from hookviz while working through a notebook (the checkers' ``✓`` lines and
+hints, widget captions, the timeline's labels) is written in English in the code and passed through
+:func:`tr` where it is shown. :func:`tr` returns the text in the current language:
+
+- :func:`set_language` chooses it (``"en"`` or ``"zh"``); the Chinese notebooks call
+  ``hookviz.set_language("zh")`` in their imports cell;
+- otherwise the ``HOOKVIZ_LANG`` environment variable chooses it (``zh``, ``zh_CN.UTF-8``, ``en``...);
+- otherwise it is English.
+
+A catalogue (:data:`hookviz.i18n_zh.MESSAGES`) maps each English message to its translation. A key may
+hold ``{}`` fields for the parts of a message that are computed (a number, a layer name, an error):
+``"ran {} times"`` translates ``"ran 3 times"``, and the translation puts the same values back in
+(``{0}``, ``{1}``... when it needs them in another order). A message without an entry stays English,
+so a new or changed message is never lost, only untranslated; ``tests/test_i18n.py`` lists the
+coverage.
+
+This module is a bottom layer: it imports nothing from hookviz but its catalogue.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from functools import cache
+
+__all__ = ["LANGUAGES", "get_language", "set_language", "tr", "translate"]
+
+#: The languages hookviz speaks; English is the language of the code and the fallback.
+LANGUAGES = ("en", "zh")
+
+_chosen: str | None = None
+
+
+def _normalise(language: str) -> str:
+    """``"zh"``, ``"zh-CN"``, ``"zh_CN.UTF-8"``, ``"ZH"`` → ``"zh"``; raise ``ValueError`` for an unknown one."""
+    code = re.split(r"[-_.@]", language.strip().lower(), maxsplit=1)[0]
+    if code not in LANGUAGES:
+        raise ValueError(f"unknown language {language!r}; hookviz speaks {', '.join(LANGUAGES)}")
+    return code
+
+
+def set_language(language: str | None) -> None:
+    """Show hookviz's messages in ``language`` (``"en"`` or ``"zh"``) from now on in this process.
+
+    ``None`` forgets the choice: the ``HOOKVIZ_LANG`` environment variable (or English) decides again.
+    """
+    global _chosen
+    _chosen = None if language is None else _normalise(language)
+
+
+def get_language() -> str:
+    """The language messages are shown in: the one set, else ``HOOKVIZ_LANG``'s, else ``"en"``.
+
+    An unknown ``HOOKVIZ_LANG`` is ignored (English), so a stray setting never breaks a notebook.
+    """
+    if _chosen is not None:
+        return _chosen
+    try:
+        return _normalise(os.environ.get("HOOKVIZ_LANG", "") or "en")
+    except ValueError:
+        return "en"
+
+
+def _catalogue(language: str) -> dict[str, str]:
+    """The messages of ``language`` (English text → translation); empty for English."""
+    if language == "zh":
+        from hookviz.i18n_zh import MESSAGES
+
+        return MESSAGES
+    return {}
+
+
+_FIELD = "(.+?)"
+
+
+@cache
+def _compiled(language: str) -> tuple[dict[str, str], tuple[tuple[re.Pattern[str], str], ...]]:
+    """The catalogue split once: keys without fields (braces unescaped) and keys with ``{}`` fields as
+    regular expressions, each with its translation."""
+    exact: dict[str, str] = {}
+    patterns = []
+    for key, value in _catalogue(language).items():
+        parts = list(string.Formatter().parse(key))
+        if all(field is None for _, field, _, _ in parts):
+            exact["".join(literal for literal, _, _, _ in parts)] = value.format()
+            continue
+        pattern = "".join(re.escape(literal) + (_FIELD if field is not None else "") for literal, field, _, _ in parts)
+        patterns.append((re.compile(pattern, re.DOTALL), value))
+    return exact, tuple(patterns)
+
+
+def translate(text: str, language: str) -> str:
+    """``text`` (an English message, with its computed parts filled in) in ``language``.
+
+    An exact entry wins; otherwise the first key with ``{}`` fields that matches the whole text gives
+    the translation, with the matched values put back in. Without an entry the text comes back as is.
+    """
+    language = _normalise(language)
+    if language == "en" or not text:
+        return text
+    exact, patterns = _compiled(language)
+    if text in exact:
+        return exact[text]
+    for pattern, value in patterns:
+        match = pattern.fullmatch(text)
+        if match:
+            return value.format(*match.groups())
+    return text
+
+
+def tr(text: str) -> str:
+    """``text`` in the current language (:func:`get_language`); English when no translation exists."""
+    return translate(text, get_language())

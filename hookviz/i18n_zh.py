@@ -1,0 +1,779 @@
+# ruff: noqa: E501 (a message and its translation stay on one line where they fit, so each pair reads at a glance)
+"""The Chinese (zh-Hans) catalogue of hookviz's learner-facing messages, used by :mod:`hookviz.i18n`.
+
+Each key is an English message exactly as the code writes it; ``{}`` stands for a computed part (a
+number, a name, an error message) and the translation puts the values back in the same order (``{0}``,
+``{1}``... to reorder them). A literal brace is written ``{{`` / ``}}``. Terms follow
+``i18n/zh/glossary.md``; code (API names, expressions) stays as written.
+"""
+
+from __future__ import annotations
+
+MESSAGES: dict[str, str] = {
+    # --- shared by every checker ---------------------------------------------------------------------
+    "not solved yet: replace `raise NotImplementedError` in the exercise cell with your code": (
+        "还没有完成：把练习单元中的 `raise NotImplementedError` 换成你的代码"
+    ),
+    "not solved yet: set `answer` in the exercise cell": "还没有完成：在练习单元中给 `answer` 赋值",
+    # --- widget captions (ipywidgets labels, drawn by the browser; see hookviz/widgets) --------------------
+    "layer": "层",
+    "type": "类型",
+    "sample": "样本",
+    "page": "页",
+    "head": "注意力头",
+    "gradient of": "对谁求梯度",
+    "hide exact zeros": "隐藏精确的零",
+    "log counts": "计数取对数",
+    "steps": "步数",
+    "Train": "训练",
+    "Stop": "停止",
+    "kinds": "种类",
+    "where": "位置",
+    "phase": "阶段",
+    "kind": "种类",
+    "all": "全部",
+    "no hook calls match these filters": "没有符合这些筛选条件的钩子调用",
+    # --- nb00 ----------------------------------------------------------------------------------------
+    "when the forward pass raised an error, {} hook(s) stayed attached. Remove the hooks in a `finally:` block "
+    "so that they go even when model(x) fails.": (
+        "前向传播出错时，有 {} 个钩子留在了模型上。请在 `finally:` 块中移除钩子，这样即使 model(x) 失败，钩子也会被移除。"
+    ),
+    "record_output_shapes returns every leaf's output shape and leaves no hook behind": (
+        "record_output_shapes 返回了每个叶子模块的输出形状，且没有留下钩子"
+    ),
+    "return the handle that the registration call gives you, so that the hook can be removed": (
+        "请返回注册调用给你的句柄，这样钩子才能被移除"
+    ),
+    "two backward passes should log two values, got {}: {}": "两次反向传播应记录两个值，实际记录了 {} 个：{}",
+    "expected the norms of the accumulated .grad, [5.0, 10.0], got {}": (
+        "应为累加后 .grad 的范数 [5.0, 10.0]，实际为 {}"
+    ),
+    "after handle.remove() the hook still fired: return the hook's own handle": (
+        "调用 handle.remove() 之后钩子仍然触发了：请返回这个钩子自己的句柄"
+    ),
+    "the logger sees .grad after it is written: norms [5.0, 10.0]": (
+        "记录器在 .grad 写入之后读取它：范数为 [5.0, 10.0]"
+    ),
+    "return a dict {{layer name: output shape}}, not {}": "请返回字典 {{层名: 输出形状}}，而不是 {}",
+    "the keys should be the leaf modules' names from named_modules() ({}), got {}. Hint: a leaf module has no "
+    "children.": "键应为 named_modules() 中叶子模块的名字（{}），实际为 {}。提示：叶子模块没有子模块。",
+    "{} hook(s) are still attached after your function returned. Keep the handles that register_forward_hook "
+    "returns and call .remove() on each (a try/finally makes it safe).": (
+        "你的函数返回后仍有 {} 个钩子挂在模型上。请保存 register_forward_hook 返回的句柄，并对每个句柄调用 "
+        ".remove()（用 try/finally 最稳妥）。"
+    ),
+    "your log shows the incoming gradient (5.0 both times), not the accumulated .grad (5.0 then 10.0). Use the "
+    "hook kind that fires after .grad is written and read param.grad.": (
+        "你记录的是传入的梯度（两次都是 5.0），而不是累加后的 .grad（先 5.0 后 10.0）。请使用在 .grad 写入之后触发的"
+        "钩子种类，并读取 param.grad。"
+    ),
+    "every hook wrote under the same name, {}: the last name of your loop. A lambda (or def) made inside a for "
+    "loop looks the loop variable up when the hook runs - after the loop has ended - not when you register it. "
+    "Bind the name when you register the hook: `lambda module, args, output, name=name: ...`, or build each hook "
+    "in a small function `make_hook(name)` that returns it.": (
+        "所有钩子都写在同一个名字 {} 下：那是循环中的最后一个名字。在 for 循环里定义的 lambda（或 def）在钩子运行时"
+        "（循环早已结束）才查找循环变量，而不是在注册时。请在注册时绑定名字："
+        "`lambda module, args, output, name=name: ...`，或者用一个返回钩子的小函数 `make_hook(name)` 来构造每个钩子。"
+    ),
+    "layer {}: expected the output shape as a tuple of ints, got {}. Hint: tuple(output.shape).": (
+        "层 {}：输出形状应为由整数组成的元组，实际为 {}。提示：tuple(output.shape)。"
+    ),
+    "your hook failed with {}: {}. When it ran, param.grad was not written yet: choose the hook kind that fires "
+    "after .grad is updated.": (
+        "你的钩子出错：{}: {}。它运行时 param.grad 还没有写入：请选择在 .grad 更新之后触发的钩子种类。"
+    ),
+    # --- nb01 ----------------------------------------------------------------------------------------
+    "your hook changed the gradient it received (an in-place operation); build a new tensor and return it": (
+        "你的钩子修改了它收到的梯度（原地操作）；请构造一个新张量并返回它"
+    ),
+    "your hook returned None, so autograd keeps the original gradient: return the new one": (
+        "你的钩子返回了 None，所以 autograd 保留原来的梯度：请返回新的梯度"
+    ),
+    "the hook must return a tensor, not {}": "钩子必须返回张量，而不是 {}",
+    "values inside [-1, 1] must stay as they are and values outside must become -1 or 1": (
+        "[-1, 1] 之内的值必须保持不变，之外的值必须变成 -1 或 1"
+    ),
+    "after backward x.grad should be all ones, got {}": "反向传播之后 x.grad 应全为 1，实际为 {}",
+    "clip_hook returns a clamped copy and leaves autograd's gradient alone": (
+        "clip_hook 返回截断后的副本，并且没有改动 autograd 的梯度"
+    ),
+    "return the handle that register_hook gave you, so that the caller can still remove the hook": (
+        "请返回 register_hook 给你的句柄，这样调用者仍能移除钩子"
+    ),
+    "after the first backward fn should have run once, it ran {} times": (
+        "第一次反向传播之后 fn 应运行一次，实际运行了 {} 次"
+    ),
+    "after a second backward fn should still have run once, it ran {} times: the hook has to remove itself the "
+    "first time it runs": "第二次反向传播之后 fn 应仍然只运行过一次，实际运行了 {} 次：钩子必须在第一次运行时移除自己",
+    "x.grad should be 20 (first pass, fn multiplies by 10) + 2 (second pass, no hook) = 22, got {} - does your "
+    "hook return what fn returns?": (
+        "x.grad 应为 20（第一次，fn 乘以 10）+ 2（第二次，没有钩子）= 22，实际为 {}——你的钩子返回 fn 的返回值了吗？"
+    ),
+    "after handle.remove() (before backward) fn must not run": "（反向传播之前）调用 handle.remove() 之后 fn 不应运行",
+    "register_once runs fn in the first backward only, passes its result on, and can be removed early": (
+        "register_once 只在第一次反向传播中运行 fn，把它的结果传下去，并且可以提前移除"
+    ),
+    "the logger needs a list attribute `norms` (start empty)": "记录器需要一个列表属性 `norms`（初始为空）",
+    "attach(model) should register one hook per parameter (nn.Linear has 2) and return the list of handles": (
+        "attach(model) 应为每个参数注册一个钩子（nn.Linear 有 2 个参数），并返回句柄列表"
+    ),
+    "one backward should log 2 norms (one per parameter), got {}": "一次反向传播应记录 2 个范数（每个参数一个），实际为 {}",
+    "logged norms {} differ from the norms of p.grad {}": "记录的范数 {} 与 p.grad 的范数 {} 不同",
+    "two backward passes should log 4 norms, got {}": "两次反向传播应记录 4 个范数，实际为 {}",
+    "the second pass should log the norm of the accumulated p.grad (gradients add up until zero_grad): expected "
+    "{}, got {}": "第二次应记录累加后 p.grad 的范数（在 zero_grad 之前梯度会累加）：应为 {}，实际为 {}",
+    "after removing the handles nothing more should be logged": "移除句柄之后不应再记录任何内容",
+    "GradNormLogger reads the accumulated p.grad from a bound-method post-accumulate hook": (
+        "GradNormLogger 通过一个绑定方法形式的梯度累加后钩子读取累加后的 p.grad"
+    ),
+    "backward failed inside your hook ({}); do not write into the incoming gradient": (
+        "反向传播在你的钩子里失败了（{}）；不要写入传入的梯度"
+    ),
+    # --- nb02 ----------------------------------------------------------------------------------------
+    "make_hook must return a function (module, args, output) -> None": (
+        "make_hook 必须返回一个函数 (module, args, output) -> None"
+    ),
+    "store should have the keys {} (the `name` given), got {}": "store 的键应为 {}（传入的 `name`），实际为 {}",
+    "the model's output no longer requires grad: your hook returned the detached tensor and so replaced the "
+    "output; a hook that only records should return None": (
+        "模型的输出不再需要梯度：你的钩子返回了 detach 后的张量，从而替换了输出；只做记录的钩子应返回 None"
+    ),
+    "the hook stores detached CPU copies and leaves the forward pass untouched": (
+        "钩子保存的是已 detach 的 CPU 副本，且没有改动前向传播"
+    ),
+    "make_mixup_hook must return a function (module, args, output)": (
+        "make_mixup_hook 必须返回一个函数 (module, args, output)"
+    ),
+    "the model should still return logits": "模型应仍然返回 logits",
+    "in training mode the output did not change: the hook must return the mixed output": (
+        "训练模式下输出没有变化：钩子必须返回混合后的输出"
+    ),
+    "in training mode the hidden state should become lam * output + (1 - lam) * output[perm]": (
+        "训练模式下隐藏状态应变为 lam * output + (1 - lam) * output[perm]"
+    ),
+    "keep the mixed output in the graph (do not detach it) so that training works": (
+        "让混合后的输出留在计算图中（不要 detach），训练才能进行"
+    ),
+    "in eval mode the hook must leave the output alone: look at module.training and return None": (
+        "评估模式下钩子不能改动输出：查看 module.training 并返回 None"
+    ),
+    "mix_targets must return a float tensor of shape (batch, n_classes): one probability row per example": (
+        "mix_targets 必须返回形状为 (batch, n_classes) 的浮点张量：每个样本一行概率"
+    ),
+    "each row of the mixed targets must sum to 1": "混合目标的每一行之和必须为 1",
+    "cross-entropy with your soft targets differs from mixing the two losses with lam and 1 - lam: the label y "
+    "must get weight lam and the label y[perm] weight 1 - lam": (
+        "用你的软目标算出的交叉熵，与用 lam 和 1 - lam 混合两个损失的结果不同：标签 y 的权重应为 lam，"
+        "标签 y[perm] 的权重应为 1 - lam"
+    ),
+    "the hook mixes hidden states in training only, and the soft targets give the mixed loss": (
+        "钩子只在训练时混合隐藏状态，软目标给出的正是混合后的损失"
+    ),
+    "register_counters must return a tuple (counts, handles)": "register_counters 必须返回元组 (counts, handles)",
+    "counts should be a dict {{module name: number of calls}}": "counts 应为字典 {{模块名: 调用次数}}",
+    "handles should be the list of handles returned by register_forward_hook": (
+        "handles 应为 register_forward_hook 返回的句柄列表"
+    ),
+    "after one forward the counts should be {}, got {}: hook every submodule from named_modules() (skip the root, "
+    "whose name is '') and add 1 per call": (
+        "一次前向传播之后计数应为 {}，实际为 {}：给 named_modules() 中的每个子模块挂上钩子（跳过名字为 '' 的根模块），"
+        "每次调用加 1"
+    ),
+    "after removing the handles the counts must not change": "移除句柄之后计数不应再变化",
+    "some hooks are still attached after removing the handles": "移除句柄之后仍有钩子挂在模型上",
+    "every call is counted (a reused module twice) and the handles remove every hook": (
+        "每次调用都被计数（复用的模块计两次），并且句柄移除了所有钩子"
+    ),
+    "store[{}] should be a tensor, got {}": "store[{}] 应为张量，实际为 {}",
+    "store[{}] is still attached to the autograd graph: it keeps the whole graph alive; detach it": (
+        "store[{}] 仍连在 autograd 图上：它会让整张计算图一直留在内存中；请 detach 它"
+    ),
+    "store[{}] should be on the CPU": "store[{}] 应位于 CPU 上",
+    "store[{}] does not hold that layer's output": "store[{}] 存的不是该层的输出",
+    # --- nb03 ----------------------------------------------------------------------------------------
+    "the module now always sees its input clamped into [0, 1], and the caller's tensor is untouched": (
+        "模块现在总是看到截断到 [0, 1] 的输入，而调用者的张量保持不变"
+    ),
+    "good digit batches pass untouched, wrong shapes stop with a clear ValueError": (
+        "正确的数字批次原样通过，形状错误的输入以清楚的 ValueError 停下"
+    ),
+    "factor is capped at 1.0, smaller factors and calls without factor are left alone": (
+        "factor 被限制在 1.0 以内，较小的 factor 和不带 factor 的调用保持不变"
+    ),
+    "the module did not return a tensor: does your hook return the input?": (
+        "模块没有返回张量：你的钩子返回输入了吗？"
+    ),
+    "your hook changed the caller's tensor in place (clamp_ / x[...] = ...). Build a new tensor with "
+    "torch.clamp(...) and return it instead.": (
+        "你的钩子原地修改了调用者的张量（clamp_ / x[...] = ...）。请用 torch.clamp(...) 构造一个新张量并返回它。"
+    ),
+    "the module did not receive the input clamped into [0, 1]; check the bounds and what you return": (
+        "模块收到的输入没有截断到 [0, 1]；请检查边界和你的返回值"
+    ),
+    "the module still received the raw input: a pre-hook changes the input only through its return value": (
+        "模块收到的仍是原始输入：预钩子只能通过返回值改变输入"
+    ),
+    "a correct batch of shape {} should pass; the model did not return its logits": (
+        "形状为 {} 的正确批次应能通过；模型没有返回 logits"
+    ),
+    "a correct batch must reach the model unchanged": "正确的批次必须原样到达模型",
+    "called with {}, the module should compute x * {}, but returned {}": (
+        "以 {} 调用时，模块应计算 x * {}，却返回了 {}"
+    ),
+    "an input of shape {} was accepted; it must raise ValueError": "形状为 {} 的输入被接受了；它必须引发 ValueError",
+    "the ValueError for an input of shape {} should say which shape it got; your message was: {}": (
+        "针对形状为 {} 的输入，ValueError 应说明收到的形状；你的消息是：{}"
+    ),
+    "an input of shape {} raised {} instead of ValueError: your hook must raise before the model runs": (
+        "形状为 {} 的输入引发的是 {} 而不是 ValueError：你的钩子必须在模型运行之前引发异常"
+    ),
+    "your hook failed when the call passed no `factor` at all: use kwargs.get(...)": (
+        "调用完全不传 `factor` 时你的钩子出错了：请使用 kwargs.get(...)"
+    ),
+    "PyTorch rejected what your hook returned ({}). Return None or (args, kwargs).": (
+        "PyTorch 拒绝了你的钩子的返回值（{}）。请返回 None 或 (args, kwargs)。"
+    ),
+    # --- nb04 ----------------------------------------------------------------------------------------
+    "the input got no gradient at all: return the halved gradients, not zeros or None": (
+        "输入完全没有得到梯度：请返回减半后的梯度，而不是零或 None"
+    ),
+    "the input gradient is unchanged: return the new gradients from the hook (a new tuple)": (
+        "输入的梯度没有变化：请从钩子返回新的梯度（一个新元组）"
+    ),
+    "the input gradient should be exactly half of the true one": "输入的梯度应恰好是真实梯度的一半",
+    "the weight gradient changed: this hook should only touch what flows back to the inputs": (
+        "权重的梯度变了：这个钩子只应改动流回输入的梯度"
+    ),
+    "with two inputs, the first one's gradient was not halved": "有两个输入时，第一个输入的梯度没有减半",
+    "the first-layer case did not produce parameter gradients": "第一层的情形没有产生参数梯度",
+    "input gradients are halved, None entries survive, parameter gradients are untouched": (
+        "输入梯度减半了，None 项保留了下来，参数梯度没有改动"
+    ),
+    "after removing the returned handles the gradients are still clipped: return the real handles": (
+        "移除返回的句柄之后梯度仍被裁剪：请返回真正的句柄"
+    ),
+    "every parameter gradient is clamped, and the handles remove the hooks again": (
+        "每个参数的梯度都被截断了，而且句柄能再次移除这些钩子"
+    ),
+    "{} hook(s) are still attached: return every handle you register": "仍有 {} 个钩子挂着：请返回你注册的每个句柄",
+    "norms should have one entry per Conv2d/Linear layer, {}; got {}": (
+        "norms 应对每个 Conv2d/Linear 层各有一项，即 {}；实际为 {}"
+    ),
+    "one norm per Conv2d/Linear layer, equal to the norm of the gradient at its output": (
+        "每个 Conv2d/Linear 层一个范数，等于该层输出处梯度的范数"
+    ),
+    "add_clip_hooks should return a list of the handles that register_hook gave you": (
+        "add_clip_hooks 应返回 register_hook 给你的句柄组成的列表"
+    ),
+    "expected one hook per parameter ({}), got {} handles": "应为每个参数一个钩子（{} 个），实际得到 {} 个句柄",
+    "norms[{}] should be a Python float (use .item())": "norms[{}] 应为 Python float（使用 .item()）",
+    "you registered module hooks ({} on {} module(s)), not tensor hooks on the parameters. A module backward hook "
+    "sees the gradients with respect to the module's inputs and outputs, never the gradients of its weights. "
+    "Register a tensor hook on every parameter: `p.register_hook(...)` for p in model.parameters().": (
+        "你注册的是模块钩子（{1} 个模块上的 {0}），而不是参数上的张量钩子。模块反向钩子看到的是关于模块输入和输出的梯度，"
+        "从来看不到权重的梯度。请在每个参数上注册张量钩子：对 model.parameters() 中的每个 p 调用 `p.register_hook(...)`。"
+    ),
+    "{} got no gradient: does your hook return the clipped tensor?": "{} 没有得到梯度：你的钩子返回裁剪后的张量了吗？",
+    "the gradient of {} is not the true gradient clamped into [-{}, {}]": "{} 的梯度不是截断到 [-{}, {}] 的真实梯度",
+    "norms[{}] is not the L2 norm of the gradient with respect to that layer's output: use grad_output, not "
+    "grad_input": "norms[{}] 不是关于该层输出的梯度的 L2 范数：请使用 grad_output，而不是 grad_input",
+    "backward failed with {}: {}. Return a tuple with one entry per grad_input entry, and keep None entries as "
+    "None.": "反向传播出错：{}: {}。请返回一个元组，grad_input 的每一项对应一项，None 项保持为 None。",
+    # --- nb05 ----------------------------------------------------------------------------------------
+    "a global hook is still registered after count_calls returned: every model in the process now runs it. "
+    "Remove it before returning (a `with` block around the forward does that for you).": (
+        "count_calls 返回后仍有一个全局钩子处于注册状态：进程中的每个模型现在都会运行它。请在返回之前移除它"
+        "（在前向传播外面套一个 `with` 块就能做到）。"
+    ),
+    "count_calls should return a dict {{class name: calls}}, got {}": "count_calls 应返回字典 {{类名: 调用次数}}，实际为 {}",
+    "for a Sequential(Linear, ReLU, Sequential(Linear, ReLU)) expected {}, got {}. Hint: a global forward hook "
+    "runs for every module call, containers included; count type(module).__name__.": (
+        "对于 Sequential(Linear, ReLU, Sequential(Linear, ReLU))，应为 {}，实际为 {}。提示：全局前向钩子对每次模块"
+        "调用都会运行，容器也不例外；请按 type(module).__name__ 计数。"
+    ),
+    "when the model's forward raises, your global hook stays registered. Use `with handle:` (or try/finally) so "
+    "that it is removed on every exit path.": (
+        "模型的 forward 引发异常时，你的全局钩子仍处于注册状态。请使用 `with handle:`（或 try/finally），"
+        "让它在每条退出路径上都被移除。"
+    ),
+    "count_calls counts every module call with a global hook and removes it, even when forward raises": (
+        "count_calls 用一个全局钩子统计了每次模块调用，并且即使 forward 引发异常也会移除它"
+    ),
+    "after one attach_once and one forward the hook should run once, ran {}": (
+        "一次 attach_once 和一次前向传播之后钩子应运行一次，实际运行了 {} 次"
+    ),
+    "after calling attach_once twice the hook ran {} times per forward: it stacked. Keep the handle you got the "
+    "first time (in a dict keyed by module) and remove it before registering again.": (
+        "调用两次 attach_once 之后，每次前向传播钩子运行了 {} 次：钩子叠加了。请保存第一次得到的句柄"
+        "（放在以模块为键的字典里），并在再次注册之前移除它。"
+    ),
+    "attaching a new hook should replace the old one; ran {}": "挂上新钩子应替换旧钩子；实际运行了 {} 次",
+    "attaching to another module must not remove the first module's hook; ran {}. Key the handles by module.": (
+        "给另一个模块挂钩子不能移除第一个模块的钩子；实际运行了 {} 次。请以模块为键保存句柄。"
+    ),
+    "each module should hold exactly one forward hook; they hold {}": "每个模块应恰好有一个前向钩子；实际为 {}",
+    "attach_once replaces instead of stacking, one hook per module": "attach_once 替换而不是叠加，每个模块一个钩子",
+    "make_safe_hook(store) should return a hook function (module, args, output)": (
+        "make_safe_hook(store) 应返回一个钩子函数 (module, args, output)"
+    ),
+    "after one forward the store should hold 1 tensor, holds {}": "一次前向传播之后 store 应存有 1 个张量，实际为 {} 个",
+    "store a tensor, not {}": "请保存张量，而不是 {}",
+    "the stored tensor is still part of the autograd graph (it has a grad_fn): detach it, or it keeps the whole "
+    "graph of that forward alive": (
+        "保存的张量仍是 autograd 图的一部分（它有 grad_fn）：请 detach 它，否则那次前向传播的整张计算图都会留在内存中"
+    ),
+    "the hook stores a detached copy that the in-place ReLU cannot change": (
+        "钩子保存的是已 detach 的副本，原地 ReLU 改变不了它"
+    ),
+    "the stored values are not the layer's output: the ReLU(inplace=True) after the layer overwrote them "
+    "(negative values became 0). Store a copy, not a view of the live tensor.": (
+        "保存的值不是该层的输出：该层之后的 ReLU(inplace=True) 覆盖了它们（负值变成了 0）。"
+        "请保存副本，而不是活张量的视图。"
+    ),
+    # --- nb06 ----------------------------------------------------------------------------------------
+    "answer should be a layer name (a string such as {}), got {}": "answer 应为层名（如 {} 这样的字符串），实际为 {}",
+    "{} is not a monitored layer; the monitored layers are {}": "{} 不是被监视的层；被监视的层是 {}",
+    "{} is not the largest: look at state.grad_by_depth() (one number per name in state.layer_names, same order) "
+    "and take the position of its maximum": (
+        "{} 不是最大的：查看 state.grad_by_depth()（state.layer_names 中每个名字一个数，顺序相同），取其最大值的位置"
+    ),
+    "{} has the largest mean |gradient| of the {} monitored layers": "在 {1} 个被监视的层中，{0} 的平均 |梯度| 最大",
+    "answer should be a channel index (an int), got {}": "answer 应为通道索引（int），实际为 {}",
+    "channel {} does not exist: {} has {} channels": "通道 {} 不存在：{} 有 {} 个通道",
+    "not the highest: average each channel's map over its pixels (state.activations[layer][sample] has shape "
+    "(channels, H, W)) and take the index of the largest mean": (
+        "不是最高的：把每个通道的图在像素上取平均（state.activations[layer][sample] 的形状为 (channels, H, W)），"
+        "取平均值最大的索引"
+    ),
+    "channel {} of {} has the highest mean activation for sample {}": "对样本 {2}，{1} 的通道 {0} 平均激活值最高",
+    "answer should be one of the recorded kinds {}": "answer 应为记录到的种类之一：{}",
+    "not that one: filter state.events to phase == 'backward' and look at the first event's kind": (
+        "不是这个：把 state.events 筛选为 phase == 'backward'，看第一个事件的种类"
+    ),
+    "{} hooks fire first in backward (on the {})": "反向传播中最先触发的是 {} 钩子（在 {} 上）",
+    # --- nb07 ----------------------------------------------------------------------------------------
+    "under torch.no_grad() nothing is saved, but you counted {} bytes": (
+        "在 torch.no_grad() 下什么都不会保存，但你统计出了 {} 字节"
+    ),
+    "count_saved_bytes matches what autograd packs, including tensors saved twice and none under no_grad": (
+        "count_saved_bytes 与 autograd 打包的字节数一致，包括保存了两次的张量和 no_grad 下的零字节"
+    ),
+    "make_renaming_hook(...) should return a hook function": "make_renaming_hook(...) 应返回一个钩子函数",
+    "an old checkpoint with renamed layers loads strictly into DigitsCNN through your pre-hook": (
+        "通过你的预钩子，层名已改的旧检查点能以 strict 方式载入 DigitsCNN"
+    ),
+    "stepping inside backward gives exactly the weights of a normal optimizer loop, with no grads kept": (
+        "在反向传播中更新参数得到的权重与普通优化器循环完全相同，且没有保留梯度"
+    ),
+    "count_saved_bytes should return an int, got {}": "count_saved_bytes 应返回 int，实际为 {}",
+    "for {} you counted {} bytes, autograd saved {}. Hint: count inside the pack hook, once per call, with numel() "
+    "* element_size(); a tensor saved twice counts twice.": (
+        "对于 {}，你统计出 {} 字节，autograd 保存了 {}。提示：在 pack 钩子里统计，每次调用一次，用 "
+        "numel() * element_size()；保存两次的张量计两次。"
+    ),
+    "{} was loaded with the wrong values": "{} 载入了错误的值",
+    "attach made no optimizer: create them in attach, one per parameter with make_optimizer([param]) - not inside "
+    "the hook, where a new optimizer would forget its momentum at every step": (
+        "attach 没有创建优化器：请在 attach 中创建，每个参数一个，用 make_optimizer([param])——不要在钩子里创建，"
+        "那样每一步都会有一个新优化器，忘掉它的动量"
+    ),
+    "attach should return one handle per parameter (a list of what register_post_accumulate_grad_hook returns)": (
+        "attach 应为每个参数返回一个句柄（由 register_post_accumulate_grad_hook 的返回值组成的列表）"
+    ),
+    "after 3 steps the weights differ from an ordinary optimizer.step() loop. Hint: one optimizer per parameter, "
+    "created once (not inside the hook), stepped in that parameter's hook.": (
+        "3 步之后的权重与普通的 optimizer.step() 循环不同。提示：每个参数一个优化器，只创建一次（不在钩子里创建），"
+        "在该参数的钩子里调用它的 step。"
+    ),
+    "loading the old checkpoint still fails: {}... Hint: the hook gets (module, state_dict, prefix, ...); rename "
+    "keys of state_dict in place (pop the old key, set the new one).": (
+        "载入旧检查点仍然失败：{}…… 提示：钩子收到 (module, state_dict, prefix, ...)；请原地重命名 state_dict "
+        "的键（pop 旧键，设置新键）。"
+    ),
+    "make_optimizer takes a list of parameters: make_optimizer([param])": (
+        "make_optimizer 接受参数列表：make_optimizer([param])"
+    ),
+    "after backward() the parameters still hold .grad: free it inside the hook (p.grad = None or "
+    "zero_grad(set_to_none=True)) so that no gradient outlives its own step": (
+        "backward() 之后参数仍持有 .grad：请在钩子里释放它（p.grad = None 或 zero_grad(set_to_none=True)），"
+        "让每个梯度在自己那一步之后就不再保留"
+    ),
+    # --- nb08 ----------------------------------------------------------------------------------------
+    "{} hook(s) are still attached to the model after {}; keep the handles that register_*_hook returns and call "
+    ".remove() on each (a try/finally makes it safe)": (
+        "{} 个钩子在 {} 之后仍挂在模型上；请保存 register_*_hook 返回的句柄，并对每个句柄调用 .remove()"
+        "（用 try/finally 最稳妥）"
+    ),
+    "ActivityCounter(module) should register exactly one forward hook on the module; found {}": (
+        "ActivityCounter(module) 应在模块上恰好注册一个前向钩子；实际找到 {} 个"
+    ),
+    "counter.counts should be a tensor of shape (channels,) after a forward pass": (
+        "前向传播之后 counter.counts 应为形状 (channels,) 的张量"
+    ),
+    "counter.counts has shape {}; expected one count per channel {}": (
+        "counter.counts 的形状为 {}；应为每个通道一个计数 {}"
+    ),
+    "every count is 0: the hook never recorded anything (is it registered, does it add to counts?)": (
+        "所有计数都是 0：钩子什么都没记录（它注册了吗？它往 counts 里加了吗？）"
+    ),
+    "counter.samples should be the number of samples seen ({} in three batches), got {}; add the batch size on "
+    "every call": "counter.samples 应为见过的样本数（三个批次共 {} 个），实际为 {}；每次调用都要加上批次大小",
+    "a count is larger than the number of samples: count samples (any positive value in the channel), not "
+    "positions or values": "有计数大于样本数：请统计样本（该通道中有任一正值即算），而不是位置或数值",
+    "the counts differ from the expected ones: count, for each channel, the samples that have at least one value "
+    "> 0 anywhere in that channel's map, and keep adding across calls": (
+        "计数与预期不同：对每个通道，统计在该通道的图中至少有一个值 > 0 的样本数，并在多次调用之间持续累加"
+    ),
+    "dead() should return a plain list of Python ints, got {} (.tolist() turns a tensor of indices into one)": (
+        "dead() 应返回由 Python int 组成的普通列表，实际为 {}（.tolist() 能把索引张量变成这样的列表）"
+    ),
+    "dead() returned {}; it should list (sorted, as ints) the channels whose count is 0": (
+        "dead() 返回了 {}；它应（按顺序、以 int）列出计数为 0 的通道"
+    ),
+    "counts still change after remove()": "调用 remove() 之后计数仍在变化",
+    "ActivityCounter counts per channel across batches, finds the 3 planted dead channels, removes its hook": (
+        "ActivityCounter 跨批次按通道计数，找出了预先埋下的 3 个死亡通道，并移除了自己的钩子"
+    ),
+    "contrastive Grad-CAM matches torch.autograd.grad at two layers, and no hook is left behind": (
+        "对比式 Grad-CAM 在两层上与 torch.autograd.grad 一致，且没有留下钩子"
+    ),
+    "{}: the forward pass finished without FloatingPointError although {} produced NaN/Inf; the guard must raise "
+    "from the forward hook": "{}：尽管 {} 产生了 NaN/Inf，前向传播却没有引发 FloatingPointError 就结束了；守卫必须在前向钩子中引发异常",
+    "install_nan_guard should return the list of handles": "install_nan_guard 应返回句柄列表",
+    "put a forward hook on every module (named_modules()), not only a few": (
+        "请给每个模块（named_modules()）都挂上前向钩子，而不只是其中几个"
+    ),
+    "the clean model should still give finite logits with the guard on": "装上守卫后，干净的模型应仍给出有限的 logits",
+    "the guard stops the forward pass at the first module (in execution order) whose output is NaN/Inf": (
+        "守卫在（按执行顺序）第一个输出为 NaN/Inf 的模块处停止了前向传播"
+    ),
+    "channel ablation matches an independent computation at two layers, and no hook is left behind": (
+        "通道消融在两层上与独立计算的结果一致，且没有留下钩子"
+    ),
+    "contrastive_cam should return a tensor, got {}": "contrastive_cam 应返回张量，实际为 {}",
+    "for layer {} the map should have shape (N, H, W) = {}, got {}": "对于层 {}，图的形状应为 (N, H, W) = {}，实际为 {}",
+    "the map has negative values: Grad-CAM ends with a ReLU": "图中有负值：Grad-CAM 的最后一步是 ReLU",
+    "channel_ablation should return a tensor, got {}": "channel_ablation 应返回张量，实际为 {}",
+    "for {} expected one number per channel, shape ({},), got {}": "对于 {}，应每个通道一个数，形状为 ({},)，实际为 {}",
+    "the drops for {} differ from the expected ones: zero one channel at a time with a forward hook that returns a "
+    "modified copy, read the logit of the label given for each image (the `labels` argument, not the predicted "
+    "class), average over the images": (
+        "{} 的下降值与预期不同：用一个返回修改后副本的前向钩子每次把一个通道置零，读取每张图像所给标签"
+        "（`labels` 参数，而不是预测的类别）的 logit，再对图像取平均"
+    ),
+    "the map for layer {} differs from Grad-CAM of logit[cls] - logit[foil]: weights = gradient averaged over the "
+    "spatial positions (one weight per channel), map = ReLU of the weighted sum of the channels": (
+        "层 {} 的图与 logit[cls] - logit[foil] 的 Grad-CAM 不同：权重 = 梯度在空间位置上的平均（每个通道一个权重），"
+        "图 = 各通道加权和的 ReLU"
+    ),
+    "{}: the FloatingPointError should name {}; its message was {}": "{}：FloatingPointError 应指出 {}；它的消息是 {}",
+    "{}: expected FloatingPointError, got {}: {}": "{}：应为 FloatingPointError，实际为 {}: {}",
+    "the signs are flipped: report clean logit minus ablated logit": "符号反了：请报告干净的 logit 减去消融后的 logit",
+    "this is the plain Grad-CAM of `cls`; the score to differentiate here is the difference logit[cls] - "
+    "logit[foil]": "这是 `cls` 的普通 Grad-CAM；这里要求导的分数是差值 logit[cls] - logit[foil]",
+    "{}: the error names {}, but {} produced the first non-finite output": "{}：错误指出的是 {}，但第一个产生非有限输出的是 {}",
+    "the guard raised on a clean model: {}": "守卫在干净的模型上引发了异常：{}",
+    # --- nb09 ----------------------------------------------------------------------------------------
+    "the hook records every k-th call only: the other calls cost one counter increment": (
+        "钩子只记录每第 k 次调用：其余调用的代价只是一次计数器加一"
+    ),
+    "return the new inputs as a tuple holding one tensor, e.g. `(new_x,)`": "请把新的输入作为只含一个张量的元组返回，例如 `(new_x,)`",
+    "the returned input should be twice the original input": "返回的输入应为原输入的两倍",
+    "the scripted module does not see a doubled input": "脚本化的模块看到的输入没有加倍",
+    "TorchScript compiled the pre-hook into the module, and the scripted module doubles its input": (
+        "TorchScript 把预钩子编译进了模块，脚本化的模块会把输入加倍"
+    ),
+    "DDP accepted the completed future: every rank keeps its own gradients, nothing is sent": (
+        "DDP 接受了已完成的 future：每个进程保留自己的梯度，什么也没有发送"
+    ),
+    "make_sampled_hook must return a function (the forward hook)": "make_sampled_hook 必须返回一个函数（前向钩子）",
+    "with every={}, 25 calls should store {} values, not {}: count the calls in the hook's closure and record only "
+    "when the count is a multiple of `every`": (
+        "every={} 时，25 次调用应保存 {} 个值，而不是 {} 个：在钩子的闭包中对调用计数，只在计数是 `every` 的倍数时记录"
+    ),
+    "store plain Python floats (`.item()`), not tensors: a stored tensor can keep the autograd graph alive": (
+        "请保存普通的 Python float（`.item()`），而不是张量：保存的张量可能让 autograd 图一直留在内存中"
+    ),
+    "the stored values are not the means of the outputs of calls 0, every, 2*every, ...": (
+        "保存的值不是第 0、every、2*every…… 次调用输出的均值"
+    ),
+    "DDP never called the hook: register it with ddp.register_comm_hook(state, hook)": (
+        "DDP 从未调用这个钩子：请用 ddp.register_comm_hook(state, hook) 注册它"
+    ),
+    "the hook called dist.all_reduce: this hook must not communicate at all": (
+        "钩子调用了 dist.all_reduce：这个钩子完全不能通信"
+    ),
+    "the gradients DDP wrote back are not the local gradients: set the future's result to bucket.buffer()": (
+        "DDP 写回的梯度不是本地梯度：请把 future 的结果设为 bucket.buffer()"
+    ),
+    "the hook changed the layer's output: a logging hook returns None": "钩子改变了该层的输出：做记录的钩子应返回 None",
+    "DDP refused the hook: {}": "DDP 拒绝了这个钩子：{}",
+    "backward failed inside your hook: {}. Hint: return a torch.futures.Future whose result is set to the "
+    "bucket's buffer": "反向传播在你的钩子里失败了：{}。提示：返回一个 torch.futures.Future，并把它的结果设为 bucket 的缓冲区",
+    "torch.jit.script could not compile the hook: {}. Hint: annotate both arguments (the inputs are a tuple of "
+    "tensors) and the return type": (
+        "torch.jit.script 无法编译这个钩子：{}。提示：给两个参数（输入是张量的元组）和返回值都加上类型注解"
+    ),
+    "the hook must return a torch.futures.Future (make one, set its result, return it)": (
+        "钩子必须返回 torch.futures.Future（创建一个，设置它的结果，然后返回）"
+    ),
+    "the future's result must be the bucket's flat gradient tensor": "future 的结果必须是 bucket 的扁平梯度张量",
+    # --- nb10 ----------------------------------------------------------------------------------------
+    "not answered yet: set `answer` to a whole number": "还没有作答：把 `answer` 设为一个整数",
+    "the answer is a whole number (an int)": "答案是一个整数（int）",
+    "{} is not it. Hint: a hook runs once per *call* of its module, and every registration is a separate hook": (
+        "不是 {}。提示：模块每被调用一次，钩子就运行一次，而每次注册都是一个单独的钩子"
+    ),
+    "{} calls: two registrations × two uses of the same ReLU instance": "{} 次调用：两次注册 × 同一个 ReLU 实例用了两次",
+    "not answered yet: set `answer` to a set of names from {}": "还没有作答：把 `answer` 设为由 {} 中的名字组成的集合",
+    "unknown option(s) {}; choose from {}": "未知选项 {}；请从 {} 中选择",
+    "{} option(s) wrong. Hint: ask what each one copies: the whole Python object, only the tensors, or the "
+    "pickled object": "错了 {} 个选项。提示：想一想每种做法复制的是什么：整个 Python 对象、只有张量，还是 pickle 后的对象",
+    "right: module hooks live on the module object, not in its tensors": "正确：模块钩子存放在模块对象上，而不在它的张量里",
+    "the answer is a set of names, e.g. {{'{}'}}": "答案是由名字组成的集合，例如 {{'{}'}}",
+    # --- nb11 ----------------------------------------------------------------------------------------
+    "{} must return the handles it registered (it returned None)": "{} 必须返回它注册的句柄（它返回了 None）",
+    "{} must return what `register_*` returned: handles with a `remove()` method": (
+        "{} 必须返回 `register_*` 的返回值：带有 `remove()` 方法的句柄"
+    ),
+    "after removing the returned handles, hooks are still attached: return every handle": (
+        "移除返回的句柄之后仍有钩子挂着：请返回每一个句柄"
+    ),
+    "only the last layer's name was recorded: every hook looks up the loop variable when it runs, after the loop "
+    "ended. Hint: bind the name when the hook is created (a default argument or a factory function)": (
+        "只记录下了最后一层的名字：每个钩子都在运行时（循环结束之后）才查找循环变量。提示：在创建钩子时绑定名字"
+        "（用默认参数或工厂函数）"
+    ),
+    "a name '' was recorded: `named_modules()` also yields the model itself (and every container) under its own "
+    "name. Hint: `named_children()` yields only the direct children": (
+        "记录下了名字 ''：`named_modules()` 也会以各自的名字给出模型本身（以及每个容器）。"
+        "提示：`named_children()` 只给出直接子模块"
+    ),
+    "recorded names {}, expected one per child: {}": "记录的名字是 {}，应为每个子模块一个：{}",
+    "wrong shapes for {}: store the shape of each child's own output": "{} 的形状不对：请保存每个子模块自己的输出的形状",
+    "hooks are left on the model after removing the returned handles": "移除返回的句柄之后模型上仍留有钩子",
+    "one shape per layer, each under its own name": "每层一个形状，各自记在自己的名字下",
+    "each Linear's weight-gradient norm, from the current backward pass, first layer included": (
+        "每个 Linear 的权重梯度范数都来自本次反向传播，第一层也不例外"
+    ),
+    "after remove(), the model should be unsteered": "调用 remove() 之后，模型应不再被引导",
+    "the hidden state is steered, the tuple and the rest of the model are intact": (
+        "隐藏状态被引导了，元组和模型的其余部分保持完好"
+    ),
+    "the block must still return a tuple of two: return the same structure, changing only the hidden state": (
+        "该块必须仍然返回二元组：请返回相同的结构，只改变隐藏状态"
+    ),
+    "the model's output has shape {}, expected (3, 1)": "模型输出的形状为 {}，应为 (3, 1)",
+    "the output is not the model with `vector` added to the hidden state": "输出不是隐藏状态加上 `vector` 之后模型的输出",
+    "the block's tuple must still hold two tensors (hidden state, attention weights): return `(steered hidden, *the "
+    "other elements)`, not the old tuple nested inside a new one": (
+        "该块的元组必须仍然包含两个张量（隐藏状态、注意力权重）：请返回 `(steered hidden, *the other elements)`，"
+        "而不是把旧元组嵌套在新元组里"
+    ),
+    "the second element changed: leave everything but the hidden state as it was": (
+        "第二个元素变了：除隐藏状态外，其余一切都应保持原样"
+    ),
+    "logged names {}, expected {}": "记录的名字是 {}，应为 {}",
+    "for {} you logged the norm of the weight itself, not of its gradient: a post-accumulate hook receives the "
+    "parameter. Hint: its gradient is `param.grad`": (
+        "对于 {}，你记录的是权重本身的范数，而不是其梯度的范数：梯度累加后钩子收到的是参数。提示：它的梯度是 `param.grad`"
+    ),
+    "wrong norm for {}: the value read is not this step's gradient. Hint: read the gradient after it has been "
+    "accumulated into .grad": "{} 的范数不对：读到的不是这一步的梯度。提示：在梯度累加进 .grad 之后再读取",
+    "the hook failed with AttributeError: {}. Hint: a module backward hook may run before the weight's .grad is "
+    "written; use a hook that runs after the gradient is accumulated": (
+        "钩子出错：AttributeError: {}。提示：模块反向钩子可能在权重的 .grad 写入之前运行；请使用在梯度累加之后运行的钩子"
+    ),
+    "the model broke: ValueError: {}. Hint: whatever the hook returns replaces the block's output, and the model "
+    "expects a tuple": "模型出错了：ValueError: {}。提示：钩子返回的任何东西都会替换该块的输出，而模型需要一个元组",
+    # --- messages added or reworded since the first catalogue -----------------------------------------
+    "{}\nWhen your hook ran, param.grad was not written yet: choose the hook kind that fires after .grad is "
+    "updated.": "{}\n你的钩子运行时 param.grad 还没有写入：请选择在 .grad 更新之后触发的钩子种类。",
+    "your keys are the model's direct children {}, but these are containers here: the leaves inside them ({}) "
+    "are missing. named_children() gives only the first level; named_modules() walks the whole tree (the course "
+    "CNN's leaves are features.0, ..., classifier.1). Keep the modules without children.": (
+        "你的键是模型的直接子模块 {}，但它们在这里是容器：其中的叶子模块（{}）没有记录。named_children() 只给出第一层；"
+        "named_modules() 遍历整棵树（课程 CNN 的叶子模块是 features.0, ..., classifier.1）。请只保留没有子模块的模块。"
+    ),
+    "your hook changed the gradient it received (an in-place operation such as `/=` or `mul_`); build a new "
+    "tensor and return it": "你的钩子修改了它收到的梯度（`/=` 或 `mul_` 这样的原地操作）；请构造一个新张量并返回它",
+    "the hook must return a tensor (or None), not {}": "钩子必须返回张量（或 None），而不是 {}",
+    "the returned gradient has shape {}, not {}": "返回的梯度形状为 {}，而不是 {}",
+    "for the gradient {} your hook returned NaN: a gradient of norm 0 (or any norm of at most 1) must pass "
+    "unchanged - do not divide by its norm": (
+        "对于梯度 {}，你的钩子返回了 NaN：范数为 0（或范数不超过 1）的梯度必须原样通过——不要除以它的范数"
+    ),
+    "for the gradient {} you returned {}: each entry was clamped on its own, which turns the gradient's "
+    "direction. Rescale the whole gradient by one factor, so that its L2 norm (grad.norm()) becomes 1.": (
+        "对于梯度 {}，你返回了 {}：每一项被单独截断，这会改变梯度的方向。请用同一个系数缩放整个梯度，"
+        "使它的 L2 范数（grad.norm()）变为 1。"
+    ),
+    "for the gradient {} (L2 norm {}) expected {}, got {}: a gradient whose norm is at most 1 must pass "
+    "unchanged": "对于梯度 {}（L2 范数 {}），应为 {}，实际为 {}：范数不超过 1 的梯度必须原样通过",
+    "for the gradient {} (L2 norm {}) expected {}, got {}": "对于梯度 {}（L2 范数 {}），应为 {}，实际为 {}",
+    "return a new tensor, not the one you received": "请返回一个新张量，而不是你收到的那个",
+    "backward failed inside your hook; do not write into the incoming gradient.\n{}": (
+        "反向传播在你的钩子里失败了；不要写入传入的梯度。\n{}"
+    ),
+    "after backward x.grad should be {}, got {}": "反向传播之后 x.grad 应为 {}，实际为 {}",
+    "clip_hook rescales the gradient to norm 1 with a new tensor and leaves autograd's gradient alone": (
+        "clip_hook 用一个新张量把梯度缩放到范数 1，并且没有改动 autograd 的梯度"
+    ),
+    "on a Linear layer the hook stored nothing under the given name": "在 Linear 层上，钩子没有在给定的名字下保存任何东西",
+    "behind a ReLU(inplace=True) the stored output lost its negative values: the ReLU overwrote the very tensor "
+    "you kept. What you keep must be the layer's output as it was returned (section 2's detail).": (
+        "在后面跟着 ReLU(inplace=True) 的层上，保存的输出丢掉了负值：ReLU 覆盖的正是你保存的那个张量。"
+        "你保存的必须是该层返回时的输出（第 2 节的细节）。"
+    ),
+    "the hook stores detached CPU copies that later in-place layers cannot change, and leaves the model alone": (
+        "钩子保存的是已 detach 的 CPU 副本，后面的原地操作层改变不了它们，并且钩子没有改动模型"
+    ),
+    "an input of shape {} got past your hook and failed later, inside the model ({}): it was accepted, but the "
+    "hook must raise ValueError for it": (
+        "形状为 {} 的输入通过了你的钩子，后来在模型内部失败（{}）：它被接受了，但钩子必须为它引发 ValueError"
+    ),
+    "an input of shape {} raised {} instead of ValueError: your hook must raise before the model runs.\n{}": (
+        "形状为 {} 的输入引发的是 {} 而不是 ValueError：你的钩子必须在模型运行之前引发异常。\n{}"
+    ),
+    "backward failed: {}\nReturn a tuple with one entry per grad_input entry, and keep None entries as None.": (
+        "反向传播失败：{}\n请返回一个元组，grad_input 的每一项对应一项，None 项保持为 None。"
+    ),
+    "for a model that calls a Tanh it creates in forward, expected {}, got {}": (
+        "对于一个在 forward 中创建并调用 Tanh 的模型，应为 {}，实际为 {}"
+    ),
+    "when the model's forward raised, count_calls returned normally: the error must reach the caller. A "
+    "try/except that swallows it hides the failure; `with handle:` or try/finally removes the hook and lets the "
+    "error go on.": (
+        "模型的 forward 引发异常时，count_calls 却正常返回了：错误必须传到调用者那里。吞掉异常的 try/except 会掩盖失败；"
+        "`with handle:` 或 try/finally 既能移除钩子，又能让错误继续传出去。"
+    ),
+    "you counted only the modules registered in the model: a model whose forward creates and calls a Tanh of its "
+    "own was counted without that Tanh. Hooks put on model.modules() one by one are local hooks; the task asks for "
+    "one global forward hook, which sees every module call in the process "
+    "(torch.nn.modules.module.register_module_forward_hook).": (
+        "你只统计了注册在模型中的模块：一个在 forward 中自己创建并调用 Tanh 的模型，统计结果里没有这个 Tanh。"
+        "逐个挂在 model.modules() 上的钩子是局部钩子；题目要求的是一个全局前向钩子，它能看到进程中的每次模块调用"
+        "（torch.nn.modules.module.register_module_forward_hook）。"
+    ),
+    "{}: expected FloatingPointError, but {}": "{}：应为 FloatingPointError，但 {}",
+    "{} hook(s) left on the model: remove them in a finally block": "模型上留下了 {} 个钩子：请在 finally 块中移除它们",
+    "attach should return the handle of the hook it registered (what register_step_pre_hook returns)": (
+        "attach 应返回它注册的钩子的句柄（register_step_pre_hook 的返回值）"
+    ),
+    "you made {} optimizer(s) holding {} parameters for a model with {} parameters. With one optimizer for all "
+    "parameters, every hook's step() walks over every parameter: a backward pass runs it once per parameter, and "
+    "it steps whichever parameters hold a .grad at that moment (the weights come out right here only because every "
+    "other .grad is None then). Make one optimizer per parameter, make_optimizer([param]), and step that one in the "
+    "parameter's hook.": (
+        "你创建了 {} 个优化器（各自持有的参数个数为 {}），而模型有 {} 个参数。如果所有参数共用一个优化器，每个钩子里的 step() "
+        "都会遍历所有参数：一次反向传播中它会按参数个数运行多次，每次更新此刻持有 .grad 的那些参数（这里权重结果正确，"
+        "只是因为那时其他 .grad 都是 None）。请每个参数一个优化器，make_optimizer([param])，并在该参数的钩子里调用它的 step。"
+    ),
+    "largest_grad_layer should be a function that takes a monitor state and returns a layer name": (
+        "largest_grad_layer 应是一个函数：接受监视器的状态对象，返回一个层名"
+    ),
+    "not solved yet: write the body of largest_grad_layer(state)": "还没有完成：写出 largest_grad_layer(state) 的函数体",
+    "largest_grad_layer(state) raised {}: {}. It gets a monitor state: read state.layer_names and "
+    "state.grad_by_depth()": (
+        "largest_grad_layer(state) 引发了 {}: {}。它收到的是监视器的状态对象：请读取 state.layer_names 和 "
+        "state.grad_by_depth()"
+    ),
+    "largest_grad_layer(state) should return a layer name (a str from state.layer_names), got {}": (
+        "largest_grad_layer(state) 应返回一个层名（state.layer_names 中的一个 str），实际为 {}"
+    ),
+    "{} is not a monitored layer: return one of state.layer_names": "{} 不是被监视的层：请返回 state.layer_names 中的一个",
+    "not the largest for every state it was given: compute the answer from the state passed in "
+    "(state.grad_by_depth() has one number per name in state.layer_names, same order) and return the name at the "
+    "position of its maximum": (
+        "并非对每个传入的状态都是最大的：请根据传入的状态计算答案（state.grad_by_depth() 对 state.layer_names 中的"
+        "每个名字各有一个数，顺序相同），返回其最大值所在位置的名字"
+    ),
+    # --- nb12 ----------------------------------------------------------------------------------------
+    "for {}, layer {}, the weights differ from those of self_attn of that layer ({} heads); keep the weights of "
+    "encoder.layers[{}].self_attn, for this call": (
+        "对于 {}，第 {} 层，权重与该层 self_attn 的权重（{} 个头）不同；请保留这次调用中 encoder.layers[{}].self_attn 的权重"
+    ),
+    "attention_weights left the model in training mode": "attention_weights 让模型停留在了训练模式",
+    "after attention_weights the layers no longer take the fused fast path: a hook is still attached": (
+        "调用 attention_weights 之后，各层不再走融合快速路径：还有钩子挂着"
+    ),
+    "per-head attention weights of every layer, on two models; no hook left, the fast path is back": (
+        "在两个模型上取到了每一层的逐头注意力权重；没有留下钩子，快速路径也恢复了"
+    ),
+    "patch_position should return the logits, got {}": "patch_position 应返回 logits，实际为 {}",
+    "the logits should have shape {} (the corrupted run's), got {}": "logits 的形状应为 {}（损坏运行的形状），实际为 {}",
+    "these are the corrupted run's logits, unpatched: a forward hook changes the output only by returning the new "
+    "tensor": "这是未经修补的损坏运行的 logits：前向钩子只有返回新张量才能改变输出",
+    "these are the clean run's logits: patch only the one position, in the corrupted run": (
+        "这是干净运行的 logits：只在损坏运行中修补那一个位置"
+    ),
+    "for {}, layer {}, position {}: the logits differ from the corrupted run with that layer's output at that "
+    "position taken from the clean run (all samples, that position only)": (
+        "对于 {}，第 {} 层，位置 {}：logits 与“损坏运行中该层在该位置的输出取自干净运行”（所有样本，只限该位置）的结果不同"
+    ),
+    "patched logits match an independent computation at three (layer, position) pairs on two models": (
+        "在两个模型的三组（层，位置）上，修补后的 logits 与独立计算的结果一致"
+    ),
+    "logit_lens should return a list of tensors (one per layer), got {}": "logit_lens 应返回张量列表（每层一个），实际为 {}",
+    "{} has {} encoder layers; logit_lens returned {} tensors": "{} 有 {} 个编码器层；logit_lens 返回了 {} 个张量",
+    "layer {}: expected logits of shape {}, got {}": "第 {} 层：logits 的形状应为 {}，实际为 {}",
+    "decode through the final norm first (model.encoder.norm), then model.head: the head was trained on "
+    "normalised vectors": "先经过最终的归一化层（model.encoder.norm）再经过 model.head 解码：输出头是在归一化后的向量上训练的",
+    "for {}, layer {}: the lens logits differ from model.head(model.encoder.norm(output of encoder.layers[{}]))": (
+        "对于 {}，第 {} 层：lens 得到的 logits 与 model.head(model.encoder.norm(output of encoder.layers[{}])) 不同"
+    ),
+    "the last layer's lens should equal the model's own logits": "最后一层的 lens 结果应等于模型自己的 logits",
+    "logit lens of every layer matches an independent computation on two models; no hook left": (
+        "在两个模型上，每一层的 logit lens 都与独立计算的结果一致；没有留下钩子"
+    ),
+    "{} hook(s) are still attached after {} (on {}); keep every handle and remove it in a `finally:` block": (
+        "{} 个钩子在 {} 之后仍然挂着（在 {} 上）；请保存每个句柄，并在 `finally:` 块中移除它"
+    ),
+    "attention_weights returned None: the layer calls its attention with need_weights=False; a with_kwargs forward "
+    "pre-hook on self_attn can ask for the weights": (
+        "attention_weights 返回了 None：层以 need_weights=False 调用注意力；self_attn 上一个 with_kwargs 的前向预钩子可以请求权重"
+    ),
+    "attention_weights should return a tensor, got {}": "attention_weights 应返回张量，实际为 {}",
+    "the weights have shape {}: averaged over the heads. Ask for one pattern per head (average_attn_weights=False)": (
+        "权重的形状为 {}：这是各头的平均。请为每个头各请求一个模式（average_attn_weights=False）"
+    ),
+    "for {}, layer {}, the weights should have shape (N, heads, L, L) = {}, got {}": (
+        "对于 {}，第 {} 层，权重的形状应为 (N, heads, L, L) = {}，实际为 {}"
+    ),
+    # --- nb13 ----------------------------------------------------------------------------------------
+    "frozen_gradcam should return a tensor, got {}": "frozen_gradcam 应返回张量，实际为 {}",
+    "the map for {} has shape {}, expected {} (N, H, W)": "{} 的图形状为 {}，应为 {} (N, H, W)",
+    "the map for {}, class {}, differs from Grad-CAM on the same model unfrozen. Hint: weights = gradient averaged "
+    "over height and width, then ReLU of the weighted sum over channels.": (
+        "{} 在类别 {} 上的图与未冻结的同一模型上的 Grad-CAM 不同。提示：权重 = 梯度在高和宽上的平均，"
+        "然后取各通道加权和的 ReLU。"
+    ),
+    "the model is no longer frozen: make the captured activation require grad, not the parameters": (
+        "模型不再是冻结的了：应让捕获的激活值需要梯度，而不是参数"
+    ),
+    "frozen parameters got a .grad": "冻结的参数得到了 .grad",
+    "Grad-CAM on a fully frozen model matches the unfrozen one, and the model stays frozen with no hooks": (
+        "完全冻结的模型上的 Grad-CAM 与未冻结的一致，模型保持冻结，也没有留下钩子"
+    ),
+    "log floats (e.g. norm.item()), got {}": "请记录 float（例如 norm.item()），实际为 {}",
+    "4 steps ran and the scaler skipped one (NaN gradients): 3 steps were taken, you logged {} values. Hint: an "
+    "optimizer step pre-hook runs only when optimizer.step() really runs, and a hook on a parameter also fires on "
+    "the skipped step.": (
+        "运行了 4 步，缩放器跳过了其中一步（梯度为 NaN）：真正更新了 3 步，你记录了 {} 个值。提示：优化器的 step 预钩子"
+        "只在 optimizer.step() 真正执行时运行，而参数上的钩子在被跳过的那一步也会触发。"
+    ),
+    "your norms are {} times the true ones: you logged scaled gradients. The step pre-hook runs after scaler.step() "
+    "has unscaled them; read p.grad there.": (
+        "你的范数是真实值的 {} 倍：你记录的是缩放后的梯度。step 预钩子在 scaler.step() 取消缩放之后运行；请在那里读取 p.grad。"
+    ),
+    "your norms differ from the total gradient norm (ratios {}). Hint: the 2-norm over all parameters of the "
+    "optimizer, e.g. the norm of the stack of each p.grad's norm.": (
+        "你的范数与总梯度范数不同（比值 {}）。提示：对优化器的所有参数求 2-范数，例如把每个 p.grad 的范数堆叠起来再求范数。"
+    ),
+    "{} hook(s) still attached after handle.remove(): return the handle of your hook": (
+        "调用 handle.remove() 之后仍有 {} 个钩子挂着：请返回你的钩子的句柄"
+    ),
+    "3 unscaled norms for 3 steps taken; the skipped NaN step left no entry": (
+        "真正更新的 3 步记录了 3 个未缩放的范数；被跳过的 NaN 那一步没有留下记录"
+    ),
+}
