@@ -142,3 +142,19 @@ def test_coverage_of_the_checkers_messages(capsys: pytest.CaptureFixture) -> Non
         for line in missing:
             print("  untranslated:", line)
     assert len(missing) <= len(messages) // 3, "most checker messages should have a Chinese form"
+
+
+def test_widget_controls_are_labelled_in_the_chosen_language() -> None:
+    """The explorer's controls carry Chinese labels in a zh notebook and English ones otherwise."""
+    import torch
+
+    from hookviz.widgets.explorer import LayerExplorer
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU())
+    inputs = torch.randn(2, 1, 8, 8)
+    i18n.set_language("zh")
+    chinese = LayerExplorer(model, inputs)
+    i18n.set_language("en")
+    english = LayerExplorer(model, inputs)
+    assert chinese.layer.description == "层" and english.layer.description == "layer"
+    assert chinese.sample.description == "样本" and english.sample.description == "sample"

@@ -24,6 +24,7 @@ from PIL import Image, ImageDraw, ImageFont
 from torch import Tensor, nn
 
 from hookviz.capture import HookGroup
+from hookviz.i18n import tr
 from hookviz.render import FONT_PX, colorize, png_bytes
 from hookviz.text import closest_hint
 from hookviz.widgets.common import StaticFallback, caption_html, refuse, row, run_mode, show_png
@@ -264,18 +265,18 @@ class AttentionExplorer(StaticFallback, widgets.VBox):
         self.layer = widgets.Dropdown(
             options=self.state.layers,
             value=self.state.layer,
-            description="layer",
+            description=tr("layer"),
             style=narrow,
             layout={"width": "330px"},
         )
         self.head = widgets.Dropdown(
             options=self._head_options(),
             value=self._head_value(),
-            description="head",
+            description=tr("head"),
             style=narrow,
             layout={"width": "170px"},
         )
-        self.sample = widgets.IntText(value=0, description="sample", style=narrow, layout={"width": "130px"})
+        self.sample = widgets.IntText(value=0, description=tr("sample"), style=narrow, layout={"width": "130px"})
         self.message = widgets.HTML()
         self.caption = widgets.HTML()
         self.out = widgets.Output(layout={"min_height": "320px"})

@@ -27,6 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from hookviz.capture import capture, iter_tensors, value_at
+from hookviz.i18n import tr
 from hookviz.render import (
     feature_panel_png,
     finite_range,
@@ -675,14 +676,14 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         self.type_filter = widgets.Dropdown(
             options=[("all types", "all"), *[(t, t) for t in state.types()]],
             value="all",
-            description="type",
+            description=tr("type"),
             layout={"width": "190px"},
             style=narrow,
         )
         self.layer = widgets.Dropdown(
             options=self._layer_options("all"),
             value=state.layer,
-            description="layer",
+            description=tr("layer"),
             layout={"width": "330px"},
             style=narrow,
         )
@@ -697,19 +698,19 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         self.target = widgets.Dropdown(
             options=target_options,
             value=state.target,
-            description="gradient of",
+            description=tr("gradient of"),
             layout={"width": "210px"},
             style=narrow,
         )
-        self.sample = widgets.IntText(value=0, description="sample", layout={"width": "130px"}, style=narrow)
+        self.sample = widgets.IntText(value=0, description=tr("sample"), layout={"width": "130px"}, style=narrow)
         self.order = widgets.ToggleButtons(options=[("index", "index"), ("top-k", "topk")], value="index")
         self.order.style.button_width = "64px"
-        self.page = widgets.IntText(value=1, description="page", layout={"width": "110px"}, style=narrow)
+        self.page = widgets.IntText(value=1, description=tr("page"), layout={"width": "110px"}, style=narrow)
         self.hide_zeros = widgets.Checkbox(
-            value=True, description="hide exact zeros", indent=False, layout={"width": "150px"}
+            value=True, description=tr("hide exact zeros"), indent=False, layout={"width": "150px"}
         )
         self.log_scale = widgets.Checkbox(
-            value=False, description="log counts", indent=False, layout={"width": "110px"}
+            value=False, description=tr("log counts"), indent=False, layout={"width": "110px"}
         )
         self.message = widgets.HTML()
         self.caption = widgets.HTML()

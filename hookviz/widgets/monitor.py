@@ -33,6 +33,7 @@ from torch import Tensor, nn
 
 from hookviz.capture import capture, iter_tensors, resolve_layers
 from hookviz.data import load_digits
+from hookviz.i18n import tr
 from hookviz.models import make_digits_step
 from hookviz.render import (
     feature_panel_png,
@@ -695,18 +696,18 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
         self._chart_thread: threading.Thread | None = None
         self._last_charts = 0.0
         self._chart_cost = 0.0
-        self.steps = widgets.IntText(value=steps, description="steps", layout={"width": "150px"})
+        self.steps = widgets.IntText(value=steps, description=tr("steps"), layout={"width": "150px"})
         self.steps.style.description_width = "40px"
         self.train_button = widgets.Button(
-            description="Train", icon="play", button_style="success", layout={"width": "90px"}
+            description=tr("Train"), icon="play", button_style="success", layout={"width": "90px"}
         )
         self.stop_button = widgets.Button(
-            description="Stop", icon="stop", button_style="danger", disabled=True, layout={"width": "90px"}
+            description=tr("Stop"), icon="stop", button_style="danger", disabled=True, layout={"width": "90px"}
         )
         self.layer = widgets.Dropdown(
             options=state.layer_names,
             value=state.default_live_layer(),
-            description="layer",
+            description=tr("layer"),
             layout={"width": "230px"},
         )
         self.layer.style.description_width = "40px"

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 
 from hookviz.capture import HookGroup
 from hookviz.catalogue import HOOK_KINDS as CATALOGUE
+from hookviz.i18n import tr
 from hookviz.render import figure_png, timeline_figure
 from hookviz.text import text_table
 from hookviz.widgets.common import StaticFallback, row, show_html, show_png
@@ -229,12 +230,12 @@ class HookTimeline(StaticFallback, widgets.VBox):
         self.state = state
         present = [k for k in HOOK_KINDS if any(e.kind == k for e in state.events)]
         self.kinds = widgets.SelectMultiple(
-            options=present, value=tuple(present), description="kinds", rows=6, layout={"width": "300px"}
+            options=present, value=tuple(present), description=tr("kinds"), rows=6, layout={"width": "300px"}
         )
         self.phase = widgets.ToggleButtons(options=["all", "forward", "backward"], value="all")
         self.phase.style.button_width = "80px"
         self.where = widgets.Dropdown(
-            options=["all", *state.places()], value="all", description="where", layout={"width": "240px"}
+            options=["all", *state.places()], value="all", description=tr("where"), layout={"width": "240px"}
         )
         self.count = widgets.Label()
         self.chart = widgets.Output(layout={"height": "440px"})
