@@ -34,11 +34,14 @@ the average); its children are killed if they outlive ``timeout_s``.
 # No `from __future__ import annotations` here: DDP inspects the hook's annotations at run time and
 # rejects a `bucket` parameter annotated with the string "dist.GradBucket" instead of the class.
 
+import contextlib
 import multiprocessing
 import os
 import socket
 import sys
 import tempfile
+from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -149,8 +152,28 @@ def _one_step(rank: int, world_size: int, hook: str, batch_size: int, bucket_cap
     return {"buckets": per_step, "all_ranks": gathered, "local_loss": loss.item()}
 
 
-def _worker(rank: int, world_size: int, port: int, outdir: str, batch_size: int, bucket_cap_mb: float) -> None:
-    """Body of one child process: join the group, run one DDP step per hook setting, save results."""
+def _checked_start_method(start_method: str | None) -> str:
+    """The start method for the worker processes: ``forkserver`` (spawn on Windows) unless told otherwise.
+
+    Refuses ``fork``: a forked worker cannot run backward once autograd has run in the parent process.
+    """
+    if start_method is None:
+        start_method = default_start_method()
+    if start_method not in ("forkserver", "spawn"):
+        raise ValueError(
+            f"start_method must be 'forkserver' or 'spawn', not {start_method!r}: a forked worker cannot run "
+            "backward once autograd has run in the parent process"
+        )
+    if start_method == "forkserver":
+        # Takes effect when the fork server starts (the first run in this process); later runs reuse it.
+        multiprocessing.get_context("forkserver").set_forkserver_preload(FORKSERVER_PRELOAD)
+    return start_method
+
+
+@contextlib.contextmanager
+def _joined_group(rank: int, world_size: int, port: int, outdir: str, timeout_s: float | None = None) -> Iterator[None]:
+    """In a worker process: send its output to ``outdir/rank<N>.log``, join the gloo group on loopback, and
+    leave the group (and flush the log) on every exit path."""
     log = open(Path(outdir, f"rank{rank}.log"), "w")  # noqa: SIM115 - kept open for the process's life
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
@@ -158,15 +181,22 @@ def _worker(rank: int, world_size: int, port: int, outdir: str, batch_size: int,
     torch.set_num_threads(1)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    timeout = {} if timeout_s is None else {"timeout": timedelta(seconds=timeout_s)}
+    dist.init_process_group("gloo", rank=rank, world_size=world_size, **timeout)
     try:
+        yield
+    finally:
+        dist.destroy_process_group()
+        log.flush()
+
+
+def _worker(rank: int, world_size: int, port: int, outdir: str, batch_size: int, bucket_cap_mb: float) -> None:
+    """Body of one child process: join the group, run one DDP step per hook setting, save results."""
+    with _joined_group(rank, world_size, port, outdir):
         results = {hook: _one_step(rank, world_size, hook, batch_size, bucket_cap_mb) for hook in HOOKS}
         results["backend"] = dist.get_backend()
         results["world_size"] = dist.get_world_size()
         torch.save(results, Path(outdir, f"rank{rank}.pt"))
-    finally:
-        dist.destroy_process_group()
-        log.flush()
 
 
 def run_ddp_demo(
@@ -184,16 +214,7 @@ def run_ddp_demo(
     """
     import torch.multiprocessing as mp
 
-    if start_method is None:
-        start_method = default_start_method()
-    if start_method not in ("forkserver", "spawn"):
-        raise ValueError(
-            f"start_method must be 'forkserver' or 'spawn', not {start_method!r}: a forked worker cannot run "
-            "backward once autograd has run in the parent process"
-        )
-    if start_method == "forkserver":
-        # Takes effect when the fork server starts (the first run in this process); later runs reuse it.
-        multiprocessing.get_context("forkserver").set_forkserver_preload(FORKSERVER_PRELOAD)
+    start_method = _checked_start_method(start_method)
 
     with tempfile.TemporaryDirectory() as outdir:
         try:
@@ -277,25 +298,12 @@ def _probe_one_rank(rank: int, world_size: int, batch_size: int) -> dict[str, An
 
 def _probe_worker(rank: int, world_size: int, port: int, outdir: str, batch_size: int, timeout_s: float) -> None:
     """Body of one child process of :func:`run_ddp_hook_probe`: join the group, probe, gather, save."""
-    from datetime import timedelta
-
-    log = open(Path(outdir, f"rank{rank}.log"), "w")  # noqa: SIM115 - kept open for the process's life
-    os.dup2(log.fileno(), 1)
-    os.dup2(log.fileno(), 2)
-    sys.stdout = sys.stderr = log
-    torch.set_num_threads(1)
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
-    try:
+    with _joined_group(rank, world_size, port, outdir, timeout_s):
         result = _probe_one_rank(rank, world_size, batch_size)
         gathered: list[Any] = [None] * world_size
         dist.all_gather_object(gathered, result)
         if rank == 0:
             torch.save(gathered, Path(outdir, "probe.pt"))
-    finally:
-        dist.destroy_process_group()
-        log.flush()
 
 
 def run_ddp_hook_probe(
@@ -320,15 +328,7 @@ def run_ddp_hook_probe(
 
     import torch.multiprocessing as mp
 
-    if start_method is None:
-        start_method = default_start_method()
-    if start_method not in ("forkserver", "spawn"):
-        raise ValueError(
-            f"start_method must be 'forkserver' or 'spawn', not {start_method!r}: a forked worker cannot run "
-            "backward once autograd has run in the parent process"
-        )
-    if start_method == "forkserver":
-        multiprocessing.get_context("forkserver").set_forkserver_preload(FORKSERVER_PRELOAD)
+    start_method = _checked_start_method(start_method)
 
     with tempfile.TemporaryDirectory() as outdir:
 
@@ -344,8 +344,9 @@ def run_ddp_hook_probe(
         )
         deadline = time.monotonic() + timeout_s
         try:
-            while not context.join(timeout=0.2):
-                if time.monotonic() > deadline:
+            # Never wait past the deadline: the last wait is cut to the time that is left.
+            while not context.join(timeout=max(0.0, min(0.2, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline:
                     raise TimeoutError(f"the DDP workers did not finish within {timeout_s} s")
         except Exception as exc:
             raise RuntimeError(f"a DDP worker failed: {exc}\n{logs()}") from exc

@@ -97,10 +97,17 @@ def train_digits_cnn(epochs: int = 15, batch_size: int = 64, lr: float = 3e-3, s
     return model.eval()
 
 
-def load_pretrained_cnn() -> DigitsCNN:
-    """The trained :class:`DigitsCNN` whose weights ship with hookviz, in eval mode."""
-    model = DigitsCNN()
-    with resources.files("hookviz").joinpath(WEIGHTS_FILE).open("rb") as f:
+def load_bundled_weights(model: nn.Module, weights_file: str) -> nn.Module:
+    """Load the weights that ship with hookviz at ``weights_file`` (inside the package) into ``model``.
+
+    Returns ``model`` in eval mode. ``torch.load(..., weights_only=True)``: tensors only, no pickled code.
+    """
+    with resources.files("hookviz").joinpath(weights_file).open("rb") as f:
         state = torch.load(f, weights_only=True)
     model.load_state_dict(state)
     return model.eval()
+
+
+def load_pretrained_cnn() -> DigitsCNN:
+    """The trained :class:`DigitsCNN` whose weights ship with hookviz, in eval mode."""
+    return load_bundled_weights(DigitsCNN(), WEIGHTS_FILE)  # type: ignore[return-value]

@@ -16,10 +16,10 @@ Layer names (``named_modules()``): ``embed`` (token embedding), ``pos_embed`` (l
 
 from __future__ import annotations
 
-from importlib import resources
-
 import torch
 from torch import Tensor, nn
+
+from hookviz.models import load_bundled_weights
 
 __all__ = [
     "SEQ_LEN",
@@ -131,8 +131,4 @@ def train_tiny_transformer(
 
 def load_tiny_transformer() -> TinyTransformer:
     """The trained :class:`TinyTransformer` whose weights ship with hookviz, in eval mode."""
-    model = TinyTransformer()
-    with resources.files("hookviz").joinpath(TINY_WEIGHTS_FILE).open("rb") as f:
-        state = torch.load(f, weights_only=True)
-    model.load_state_dict(state)
-    return model.eval()
+    return load_bundled_weights(TinyTransformer(), TINY_WEIGHTS_FILE)  # type: ignore[return-value]
