@@ -19,7 +19,8 @@ QUIET_PIP := { grep -v "^WARNING: Location" || true; }
 XDIST := -n 2 --dist loadscope
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
-.PHONY: setup lab test test-course test-unit test-notebooks test-notebooks-generic test-browser test-torch torch-env lint execute student weights bench clean
+.PHONY: setup lab test test-course test-unit test-notebooks test-notebooks-generic test-browser test-torch torch-env \
+	test-colab colab-env test-summary lint execute student weights bench clean
 
 setup: $(STAMP)
 
@@ -30,15 +31,29 @@ $(STAMP): pyproject.toml
 	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'expected CPU torch 2.13.0, got {v} (cuda {torch.version.cuda})')"
 	touch $(STAMP)
 
-# JupyterLab on the whole course folder: notebooks/ (with solutions) and student/ (`make student`) side by side.
-lab: setup
+# JupyterLab for learners: the student copies only (made or refreshed first; a copy you edited is kept), opened
+# on 00_start_here. Teachers: `make teacher-lab` opens the whole course folder, solutions and outputs included.
+lab: student-lab
+
+.PHONY: teacher-lab
+teacher-lab: setup
 	install -D -m 644 binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
-	@echo "Starting JupyterLab on notebooks/ and student/ - open the http://127.0.0.1:... URL it prints (Ctrl+C to stop)."
+	@echo "Starting JupyterLab on notebooks/ (teacher copies, with solutions) and student/ - open the http://127.0.0.1:... URL it prints (Ctrl+C to stop)."
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
 # Everything: lint, then exactly what users type (`pytest --nbval`: unit tests and every notebook), the
-# notebooks once more on PyTorch's generic CPU kernels, then JupyterLab in a real browser.
+# notebooks once more on PyTorch's generic CPU kernels, then JupyterLab in a real browser; then a summary of
+# what ran and what did not (with the command that enables each skipped part).
+# Every pytest run goes through the run guard (tests/run_guard.py): a run that skipped tests for a reason not
+# on its allow-list, or collected a notebook and ran none of its cells, fails. HOOKVIZ_REQUIRE=all (as CI
+# sets it) also fails on the allowed skips, e.g. a missing Chromium.
 test: setup lint test-course test-notebooks-generic test-browser
+	@$(PY) scripts/test_summary.py course notebooks-generic-$(CPU) browser
+
+# The summary of the latest run of each stage (make test prints it at the end): `make test-summary`.
+REPORTS := .test-reports
+test-summary:
+	@$(PY) scripts/test_summary.py --all
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -51,7 +66,7 @@ $(R2D): | $(STAMP)
 
 # `pytest --nbval` with no path, as the README tells users to type it, in two workers.
 test-course: setup $(R2D)
-	REPO2DOCKER=$(R2D) $(PY) -m pytest --nbval $(XDIST) -q
+	HOOKVIZ_STAGE=course HOOKVIZ_RUN_REPORT=$(REPORTS)/course.json REPO2DOCKER=$(R2D) $(PY) -m pytest --nbval $(XDIST) -q
 
 test-unit: setup $(R2D)
 	REPO2DOCKER=$(R2D) $(PY) -m pytest -q tests
@@ -63,6 +78,7 @@ test-notebooks: setup
 # on many laptops and ARM machines. `make test-notebooks-generic CPU=avx2` checks another kernel path.
 CPU ?= default
 test-notebooks-generic: setup
+	HOOKVIZ_STAGE=notebooks-generic-$(CPU) HOOKVIZ_RUN_REPORT=$(REPORTS)/notebooks-generic-$(CPU).json \
 	ATEN_CPU_CAPABILITY=$(CPU) $(PY) -m pytest --nbval $(XDIST) -q notebooks
 
 # Another PyTorch beside the pinned one, in its own venv (the pinned .venv is never touched):
@@ -80,10 +96,34 @@ $(TORCH_VENV)/.ready: pyproject.toml scripts/requirements.py
 torch-env: $(TORCH_VENV)/.ready
 
 test-torch: torch-env
+	HOOKVIZ_STAGE=torch-$(TORCH) HOOKVIZ_RUN_REPORT=$(REPORTS)/torch-$(TORCH).json \
 	$(TORCH_VENV)/bin/python -m pytest --nbval $(XDIST) -q notebooks
 
+# A Colab-like environment, in its own venv (.venv-colab): the newest PyTorch pip serves (TORCH) with the
+# ipywidgets major version Google Colab ships (7.7.1, with the classic notebook 6.5 it needs and Colab's
+# ipykernel 6.17.1), and no JupyterLab. Every notebook must pass nbval there, and the widget tests prove that
+# each widget falls back to its static picture without an error:
+#   make test-colab            (TORCH=2.14.1 by default)
+COLAB_VENV := .venv-colab
+COLAB_PINS := ipywidgets==7.7.1 notebook==6.5.7 ipykernel==6.17.1
+COLAB_WITHOUT := --without torch --without ipywidgets --without jupyterlab --without ipykernel --without playwright \
+	--without ruff --without py-rattler
+$(COLAB_VENV)/.ready: pyproject.toml scripts/requirements.py
+	$(PYTHON) -m venv $(COLAB_VENV)
+	set -o pipefail; $(COLAB_VENV)/bin/pip install --quiet $(PIP_EXTRA) torch==$(TORCH) $(COLAB_PINS) \
+	  $$($(PYTHON) scripts/requirements.py $(COLAB_WITHOUT)) 2>&1 | $(QUIET_PIP)
+	set -o pipefail; $(COLAB_VENV)/bin/pip install --quiet --no-deps -e . 2>&1 | $(QUIET_PIP)
+	$(COLAB_VENV)/bin/python scripts/colab_like.py --check-env --torch $(TORCH)
+	touch $@
+
+colab-env: $(COLAB_VENV)/.ready
+
+test-colab: colab-env
+	HOOKVIZ_STAGE=colab HOOKVIZ_RUN_REPORT=$(REPORTS)/colab.json \
+	$(COLAB_VENV)/bin/python -m pytest --nbval $(XDIST) -q notebooks tests/test_widgets_static_fallback.py
+
 test-browser: setup
-	$(PY) -m pytest -q -m browser tests/browser
+	HOOKVIZ_STAGE=browser HOOKVIZ_RUN_REPORT=$(REPORTS)/browser.json $(PY) -m pytest -q -m browser tests/browser
 
 # Re-execute notebooks in place and store their outputs: `make execute` (all) or `make execute NB=notebooks/01_x.ipynb`;
 # then regenerate notebooks/zh/ so that the Chinese edition shows the same outputs.
@@ -99,7 +139,7 @@ weights: setup
 
 # Removes the environment and caches only: student/ holds learners' work and is never deleted here.
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache $(REPORTS)
 
 # Student copies of the notebooks in student/ (git ignores it): solutions removed, outputs cleared and claim
 # verdicts hidden (predict, then run), soft checks. A copy the learner changed is never overwritten.
@@ -163,7 +203,7 @@ hub-rehearsal: setup
 	$(PY) bench/bench_hub.py --learners $(or $(LEARNERS),10)
 
 test-hub: setup
-	$(PY) -m pytest -q -m hub tests/test_hub.py
+	HOOKVIZ_STAGE=hub HOOKVIZ_RUN_REPORT=$(REPORTS)/hub.json $(PY) -m pytest -q -m hub tests/test_hub.py
 
 # The Chinese edition: regenerate notebooks/zh/ from the English notebooks and i18n/zh/ (no network).
 # Untranslated or outdated cells are shown in English under a marker; list them with

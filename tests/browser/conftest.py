@@ -25,13 +25,15 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
+# Debian's Chromium; HOOKVIZ_CHROMIUM points the tests at another binary (the run-guard tests point it at a
+# missing one to prove that a missing browser skips the browser tests only).
+CHROMIUM = os.environ.get("HOOKVIZ_CHROMIUM", "/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _missing() -> str | None:
     if not os.path.exists(CHROMIUM):
-        return f"no {CHROMIUM} (install Debian's chromium: apt-get install chromium)"
+        return f"Chromium not found at {CHROMIUM} (install Debian's chromium: apt-get install chromium)"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -39,10 +41,21 @@ def _missing() -> str | None:
     return None
 
 
+HERE = Path(__file__).resolve().parent
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the browser tests (and only them) when Chromium or playwright is missing.
+
+    A conftest hook of this kind receives every item of the session, not only this folder's: the
+    skip is applied to the items that live under ``tests/browser/``, so a missing browser never
+    skips a unit test or a notebook cell.
+    """
     reason = _missing()
-    if reason:
-        for item in items:
+    if not reason:
+        return
+    for item in items:
+        if HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
