@@ -19,6 +19,7 @@ from hookviz.capture import (
     resolve_layers,
 )
 from hookviz.data import load_digits
+from hookviz.diagnose import Diagnosis, DiagnosisError, Finding, diagnose
 from hookviz.doctor import doctor, environment_report
 from hookviz.hooks_table import HookTable, list_hooks, remove_all_hooks
 from hookviz.i18n import get_language, set_language, tr
@@ -61,6 +62,10 @@ __all__ = [
     "accuracy",
     "catalogue",
     "capture",
+    "diagnose",
+    "Diagnosis",
+    "DiagnosisError",
+    "Finding",
     "doctor",
     "environment_report",
     "get_language",

@@ -1,4 +1,4 @@
-"""Checkers for notebook 11, the mistakes clinic: three "this cell has a hook bug, find and fix it" exercises.
+"""Checkers for notebook 11, the mistakes clinic: "this cell has a hook bug, find and fix it" exercises.
 
 Each ``check_*`` function builds fresh models, runs the learner's function on them, compares what it
 recorded or changed with the truth worked out without hooks, and removes every hook it added. It prints
@@ -14,10 +14,18 @@ from typing import Any
 import torch
 from torch import nn
 
+from hookviz.diagnose import diagnose
 from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, expect, passed
 from hookviz.hooks_table import list_hooks
+from hookviz.models import DigitsCNN
 
-__all__ = ["check_record_output_shapes", "check_log_weight_grad_norms", "check_add_steering", "TupleBlock"]
+__all__ = [
+    "check_record_output_shapes",
+    "check_log_weight_grad_norms",
+    "check_add_steering",
+    "check_attach_probes",
+    "TupleBlock",
+]
 
 
 def _handles(value: Any, what: str) -> list[Any]:
@@ -185,3 +193,44 @@ def check_add_steering(add_steering: Callable[..., Any]) -> None:
         unsteered = torch.allclose(net(x), net.head(net.block.lin(x)), atol=1e-6)
     expect(unsteered, "after remove(), the model should be unsteered")
     passed("the hidden state is steered, the tuple and the rest of the model are intact")
+
+
+@checker
+def check_attach_probes(attach_probes: Callable[..., Any]) -> None:
+    """Exercise 4: probes on every Conv2d that the hook doctor finds nothing wrong with, and that record right."""
+    torch.manual_seed(0)
+    model = DigitsCNN().eval()
+    acts: dict[str, Any] = {}
+    grad_norms: dict[str, float] = {}
+    handles = _handles(call_learner_code(attach_probes, model, acts, grad_norms), "attach_probes")
+    images = torch.randn(4, 1, 8, 8)
+    try:
+        findings = diagnose(model, images)
+        expect(
+            not findings,
+            f"hookviz.diagnose still reports {len(findings)} finding(s): "
+            f"{', '.join(f'{f.kind} at {f.where}' for f in findings)}. "
+            "Hint: print(hookviz.diagnose(model, x)) and follow each finding's fix",
+        )
+        acts.clear()
+        grad_norms.clear()
+        model.zero_grad(set_to_none=True)
+        model(images).sum().backward()
+        with torch.no_grad():
+            truth = {"features.0": model.features[0](images), "features.4": model.features[:5](images)}
+        expect(set(acts) == set(truth), f"recorded activations for {sorted(acts)}, expected {sorted(truth)}")
+        wrong = sorted(
+            name
+            for name, value in truth.items()
+            if not isinstance(acts[name], torch.Tensor) or not torch.allclose(acts[name], value, atol=1e-6)
+        )
+        expect(not wrong, f"the activation stored for {wrong} is not that layer's output")
+        norms = {name: model.get_submodule(name).weight.grad.norm().item() for name in truth}
+        expect(
+            set(grad_norms) == set(norms), f"gradient norms logged for {sorted(grad_norms)}, expected {sorted(norms)}"
+        )
+        wrong = sorted(n for n in norms if abs(grad_norms[n] - norms[n]) > 1e-5 * max(1.0, norms[n]))
+        expect(not wrong, f"wrong gradient norm for {wrong}: log the norm of this step's weight.grad")
+    finally:
+        _remove_and_verify(handles, model)
+    passed("the doctor finds nothing, and each probe records its own layer's activation and gradient norm")
