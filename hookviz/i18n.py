@@ -12,7 +12,9 @@ hints, widget captions, the timeline's labels) is written in English in the code
 A catalogue (:data:`hookviz.i18n_zh.MESSAGES`) maps each English message to its translation. A key may
 hold ``{}`` fields for the parts of a message that are computed (a number, a layer name, an error):
 ``"ran {} times"`` translates ``"ran 3 times"``, and the translation puts the same values back in
-(``{0}``, ``{1}``... when it needs them in another order). A message without an entry stays English,
+(``{0}``, ``{1}``... when it needs them in another order). A computed part that is itself English prose (a
+checker's model name such as ``"the tiny transformer"``, a case label) is translated when it is listed, whole, in
+the catalogue's :data:`~hookviz.i18n_zh.NAMES`. A message without an entry stays English,
 so a new or changed message is never lost, only untranslated; ``tests/test_i18n.py`` lists the
 coverage.
 
@@ -73,13 +75,22 @@ def _catalogue(language: str) -> dict[str, str]:
     return {}
 
 
+def _names(language: str) -> dict[str, str]:
+    """The computed parts of ``language`` (a checker's model names, case labels) → translation; empty for English."""
+    if language == "zh":
+        from hookviz.i18n_zh import NAMES
+
+        return NAMES
+    return {}
+
+
 _FIELD = "(.+?)"
 
 
 @cache
 def _compiled(language: str) -> tuple[dict[str, str], tuple[tuple[re.Pattern[str], str], ...]]:
     """The catalogue split once: keys without fields (braces unescaped) and keys with ``{}`` fields as
-    regular expressions, each with its translation."""
+    regular expressions, each with its translation, the most specific (most fixed text) first."""
     exact: dict[str, str] = {}
     patterns = []
     for key, value in _catalogue(language).items():
@@ -88,15 +99,20 @@ def _compiled(language: str) -> tuple[dict[str, str], tuple[tuple[re.Pattern[str
             exact["".join(literal for literal, _, _, _ in parts)] = value.format()
             continue
         pattern = "".join(re.escape(literal) + (_FIELD if field is not None else "") for literal, field, _, _ in parts)
-        patterns.append((re.compile(pattern, re.DOTALL), value))
-    return exact, tuple(patterns)
+        specificity = sum(len(literal) for literal, _, _, _ in parts)
+        patterns.append((specificity, re.compile(pattern, re.DOTALL), value))
+    # The most specific key wins: "in `{}`, line {} of its cell" before "in `{}`, line {} of {}".
+    patterns.sort(key=lambda entry: -entry[0])
+    return exact, tuple((pattern, value) for _, pattern, value in patterns)
 
 
 def translate(text: str, language: str) -> str:
     """``text`` (an English message, with its computed parts filled in) in ``language``.
 
-    An exact entry wins; otherwise the first key with ``{}`` fields that matches the whole text gives
-    the translation, with the matched values put back in. Without an entry the text comes back as is.
+    An exact entry wins; otherwise the key with ``{}`` fields that matches the whole text gives the
+    translation, with the matched values put back in (a value listed whole in the names table translated;
+    when several keys match, the one with the most fixed text, the most specific, wins). Without an entry
+    the text comes back as is.
     """
     language = _normalise(language)
     if language == "en" or not text:
@@ -107,7 +123,8 @@ def translate(text: str, language: str) -> str:
     for pattern, value in patterns:
         match = pattern.fullmatch(text)
         if match:
-            return value.format(*match.groups())
+            names = _names(language)
+            return value.format(*(names.get(part, part) for part in match.groups()))
     return text
 
 

@@ -12,9 +12,82 @@ from __future__ import annotations
 MESSAGES: dict[str, str] = {
     # --- shared by every checker ---------------------------------------------------------------------
     "not solved yet: replace `raise NotImplementedError` in the exercise cell with your code": (
-        "还没有完成：把练习单元中的 `raise NotImplementedError` 换成你的代码"
+        "还没有完成：把练习单元格中的 `raise NotImplementedError` 换成你的代码"
     ),
-    "not solved yet: set `answer` in the exercise cell": "还没有完成：在练习单元中给 `answer` 赋值",
+    "not solved yet: set `answer` in the exercise cell": "还没有完成：在练习单元格中给 `answer` 赋值",
+    # --- the learner's own errors (hookviz.exercises.describe_learner_error): the error itself stays as
+    # Python printed it, in code font, so that it can be searched for; everything around it is Chinese ------
+    "your code raised {}": "你的代码抛出了 `{}`",
+    "in `{}`, line {} of its cell: `{}`": "出错位置：函数 `{0}`，所在单元格第 {1} 行：`{2}`",
+    "in `{}`, line {} of its cell": "出错位置：函数 `{0}`，所在单元格第 {1} 行",
+    "at line {} of its cell: `{}`": "出错位置：所在单元格第 {0} 行：`{1}`",
+    "at line {} of its cell": "出错位置：所在单元格第 {} 行",
+    "in `{}`, line {} of {}: `{}`": "出错位置：函数 `{0}`，文件 {2} 第 {1} 行：`{3}`",
+    "in `{}`, line {} of {}": "出错位置：函数 `{0}`，文件 {2} 第 {1} 行",
+    "at line {} of {}: `{}`": "出错位置：文件 {1} 第 {0} 行：`{2}`",
+    "at line {} of {}": "出错位置：文件 {1} 第 {0} 行",
+    "hint: {}": "提示：{}",
+    "the check could not use what your code gave it ({}). Compare what your function returns (and what your hook "
+    "returns) with what the exercise asks for.": (
+        "检查程序无法使用你的代码交给它的结果（`{}`）。请把你的函数（以及你的钩子）返回的值与练习的要求对照一下。"
+    ),
+    # hints for common mistakes, recognised by the error message (hookviz.exercises._HINTS)
+    "a module received a {} where it wanted a tensor. A forward hook that returns something replaces the module's "
+    "output (and a pre-hook's return value replaces its input): a hook that only records must return None.": (
+        "某个模块需要张量，却收到了 `{}`。前向钩子返回的值会替换模块的输出（前向预钩子的返回值会替换模块的输入）："
+        "只做记录的钩子必须返回 None。"
+    ),
+    "`append` is a list method: a dict is filled with `store[key] = value`.": (
+        "`append` 是列表的方法：字典要用 `store[key] = value` 来填入。"
+    ),
+    "this is a list, not a dict: a list is filled with `.append(value)` and read by position.": (
+        "这是列表，不是字典：列表用 `.append(value)` 填入，按下标读取。"
+    ),
+    "Python's `if`, `and`/`or`, `min`, `max` or `sorted` on a tensor with several values needs one True/False: use "
+    "tensor operations instead (`t.min()`, `torch.maximum(a, b)`, `(t > 0).any()`, `.all()`).": (
+        "Python 的 `if`、`and`/`or`、`min`、`max` 或 `sorted` 用在含多个值的张量上时，需要的是单个 True/False："
+        "请改用张量运算（`t.min()`、`torch.maximum(a, b)`、`(t > 0).any()`、`.all()`）。"
+    ),
+    "the function's parameters do not match how it is called. PyTorch calls each hook kind with fixed arguments (a "
+    "tensor hook `hook(grad)`, a forward hook `hook(module, args, output)`, a forward pre-hook `hook(module, args)`, "
+    "a full backward hook `hook(module, grad_input, grad_output)`): compare your `def` line with the exercise text.": (
+        "函数的参数与它被调用的方式不符。PyTorch 以固定的参数调用每种钩子（张量钩子 `hook(grad)`，前向钩子 "
+        "`hook(module, args, output)`，前向预钩子 `hook(module, args)`，完整反向钩子 "
+        "`hook(module, grad_input, grad_output)`）：请把你的 `def` 那一行与练习的说明对照一下。"
+    ),
+    "that value is a tuple: a hook's `args` (and `grad_input`/`grad_output`) are tuples; the tensor is `args[0]`.": (
+        "这个值是元组：钩子的 `args`（以及 `grad_input`/`grad_output`）都是元组；张量是 `args[0]`。"
+    ),
+    "that value is a shape (`torch.Size`), not a tensor: keep the tensor itself where a tensor is needed.": (
+        "这个值是形状（`torch.Size`），不是张量：需要张量的地方请保留张量本身。"
+    ),
+    "a tensor that is part of the autograd graph cannot become a NumPy array: `.detach()` it first.": (
+        "属于 autograd 图的张量不能直接转成 NumPy 数组：请先对它调用 `.detach()`。"
+    ),
+    "an in-place change (`*=`, `+=`, `.clamp_()`, `x[...] = ...`) hit a tensor that autograd still needs: build a "
+    "new tensor and return it.": (
+        "一次原地操作（`*=`、`+=`、`.clamp_()`、`x[...] = ...`）改动了 autograd 仍然需要的张量：请构造一个新张量并返回它。"
+    ),
+    "`.item()` and `float(...)` take a single value: reduce the tensor first (`.norm()`, `.sum()`, `.max()`).": (
+        "`.item()` 和 `float(...)` 只接受单个值：请先把张量归约成一个数（`.norm()`、`.sum()`、`.max()`）。"
+    ),
+    "a gradient returned by a hook must keep the shape and dtype of the one it received.": (
+        "钩子返回的梯度必须与它收到的梯度形状相同、dtype 相同。"
+    ),
+    "a hook can only be registered on a tensor that requires grad, and this one does not: it was created without "
+    "`requires_grad=True`, computed under `torch.no_grad()`, `.detach()`ed, or it is a frozen parameter. Register "
+    "the hook on a tensor that is part of the autograd graph (or call `.requires_grad_()` on a leaf tensor first).": (
+        "只能在需要梯度的张量上注册钩子，而这个张量不需要梯度：它创建时没有 `requires_grad=True`，或是在 "
+        "`torch.no_grad()` 下算出的，或经过了 `.detach()`，或是被冻结的参数。请把钩子注册在属于 autograd 图的张量上"
+        "（或者先对叶子张量调用 `.requires_grad_()`）。"
+    ),
+    "`{}` is not defined where your function runs: a typo, or a name from another cell (the checker calls your "
+    "function on models of its own; use the arguments it receives).": (
+        "`{}` 在你的函数运行的地方没有定义：可能是拼写错误，也可能用了另一个单元格里的名字（检查程序会在它自己的模型上"
+        "调用你的函数；请使用函数收到的参数）。"
+    ),
+    "the tiny transformer": "课程自带的小型 Transformer",
+    "a 4-head model": "一个 4 头的模型",
     # --- widget captions (ipywidgets labels, drawn by the browser; see hookviz/widgets) --------------------
     "layer": "层",
     "type": "类型",
@@ -127,7 +200,7 @@ MESSAGES: dict[str, str] = {
         "GradNormLogger 通过一个绑定方法形式的梯度累加后钩子读取累加后的 p.grad"
     ),
     "backward failed inside your hook ({}); do not write into the incoming gradient": (
-        "反向传播在你的钩子里失败了（{}）；不要写入传入的梯度"
+        "反向传播在你的钩子里失败了（`{}`）；不要写入传入的梯度"
     ),
     # --- nb02 ----------------------------------------------------------------------------------------
     "make_hook must return a function (module, args, output) -> None": (
@@ -507,12 +580,12 @@ MESSAGES: dict[str, str] = {
         "DDP 写回的梯度不是本地梯度：请把 future 的结果设为 bucket.buffer()"
     ),
     "the hook changed the layer's output: a logging hook returns None": "钩子改变了该层的输出：做记录的钩子应返回 None",
-    "DDP refused the hook: {}": "DDP 拒绝了这个钩子：{}",
+    "DDP refused the hook: {}": "DDP 拒绝了这个钩子：`{}`",
     "backward failed inside your hook: {}. Hint: return a torch.futures.Future whose result is set to the "
-    "bucket's buffer": "反向传播在你的钩子里失败了：{}。提示：返回一个 torch.futures.Future，并把它的结果设为 bucket 的缓冲区",
+    "bucket's buffer": "反向传播在你的钩子里失败了：`{}`。提示：返回一个 `torch.futures.Future`，并把它的结果设为 bucket 的缓冲区",
     "torch.jit.script could not compile the hook: {}. Hint: annotate both arguments (the inputs are a tuple of "
     "tensors) and the return type": (
-        "torch.jit.script 无法编译这个钩子：{}。提示：给两个参数（输入是张量的元组）和返回值都加上类型注解"
+        "`torch.jit.script` 无法编译这个钩子：`{}`。提示：给两个参数（输入是张量的元组）和返回值都加上类型注解"
     ),
     "the hook must return a torch.futures.Future (make one, set its result, return it)": (
         "钩子必须返回 torch.futures.Future（创建一个，设置它的结果，然后返回）"
@@ -586,6 +659,17 @@ MESSAGES: dict[str, str] = {
     ),
     "the model broke: ValueError: {}. Hint: whatever the hook returns replaces the block's output, and the model "
     "expects a tuple": "模型出错了：ValueError: {}。提示：钩子返回的任何东西都会替换该块的输出，而模型需要一个元组",
+    "hookviz.diagnose still reports {} finding(s): {}. Hint: print(hookviz.diagnose(model, x)) and follow each "
+    "finding's fix": "hookviz.diagnose 仍然报告了 {} 条发现：{}。提示：运行 print(hookviz.diagnose(model, x))，按每条发现的 fix 去改",
+    "recorded activations for {}, expected {}": "记录了 {} 的激活值，应为 {}",
+    "the activation stored for {} is not that layer's output": "为 {} 保存的激活值不是该层的输出",
+    "gradient norms logged for {}, expected {}": "记录了 {} 的梯度范数，应为 {}",
+    "wrong gradient norm for {}: log the norm of this step's weight.grad": (
+        "{} 的梯度范数不对：请记录这一步 weight.grad 的范数"
+    ),
+    "the doctor finds nothing, and each probe records its own layer's activation and gradient norm": (
+        "医生什么也没发现，每个探针都记录了自己那一层的激活值和梯度范数"
+    ),
     # --- messages added or reworded since the first catalogue -----------------------------------------
     "{}\nWhen your hook ran, param.grad was not written yet: choose the hook kind that fires after .grad is "
     "updated.": "{}\n你的钩子运行时 param.grad 还没有写入：请选择在 .grad 更新之后触发的钩子种类。",
@@ -655,7 +739,7 @@ MESSAGES: dict[str, str] = {
         "逐个挂在 model.modules() 上的钩子是局部钩子；题目要求的是一个全局前向钩子，它能看到进程中的每次模块调用"
         "（torch.nn.modules.module.register_module_forward_hook）。"
     ),
-    "{}: expected FloatingPointError, but {}": "{}：应为 FloatingPointError，但 {}",
+    "{}: expected FloatingPointError, but {}": "{}：应为 FloatingPointError，但{}",
     "{} hook(s) left on the model: remove them in a finally block": "模型上留下了 {} 个钩子：请在 finally 块中移除它们",
     "attach should return the handle of the hook it registered (what register_step_pre_hook returns)": (
         "attach 应返回它注册的钩子的句柄（register_step_pre_hook 的返回值）"
@@ -691,7 +775,7 @@ MESSAGES: dict[str, str] = {
     # --- nb12 ----------------------------------------------------------------------------------------
     "for {}, layer {}, the weights differ from those of self_attn of that layer ({} heads); keep the weights of "
     "encoder.layers[{}].self_attn, for this call": (
-        "对于 {}，第 {} 层，权重与该层 self_attn 的权重（{} 个头）不同；请保留这次调用中 encoder.layers[{}].self_attn 的权重"
+        "对于{}，第 {} 层，权重与该层 self_attn 的权重（{} 个头）不同；请保留这次调用中 encoder.layers[{}].self_attn 的权重"
     ),
     "attention_weights left the model in training mode": "attention_weights 让模型停留在了训练模式",
     "after attention_weights the layers no longer take the fused fast path: a hook is still attached": (
@@ -702,14 +786,29 @@ MESSAGES: dict[str, str] = {
     ),
     "patch_position should return the logits, got {}": "patch_position 应返回 logits，实际为 {}",
     "the logits should have shape {} (the corrupted run's), got {}": "logits 的形状应为 {}（损坏运行的形状），实际为 {}",
-    "these are the corrupted run's logits, unpatched: a forward hook changes the output only by returning the new "
-    "tensor": "这是未经修补的损坏运行的 logits：前向钩子只有返回新张量才能改变输出",
+    "these are the corrupted run's logits, unpatched: your hook changed a copy of the output (or rebound the name) "
+    "and returned None. Return the patched tensor (or assign into the output itself, in place)": (
+        "这是未经修补的损坏运行的 logits：你的钩子改的是输出的副本（或者只是重新绑定了变量名），并且返回了 None。"
+        "请返回修补后的张量（或者原地赋值到输出本身）"
+    ),
+    "{} global module hook(s) ({}) are still registered after {}: they run for every module of every model in this "
+    "process. Keep the handle of register_module_*_hook and remove it in a `finally:` block.": (
+        "{2} 之后仍有 {0} 个全局模块钩子（{1}）处于注册状态：它们会在这个进程中每个模型的每个模块上运行。"
+        "请保留 register_module_*_hook 返回的句柄，并在 `finally:` 块中移除它。"
+    ),
+    "torch.backends.mha.set_fastpath_enabled(False) is still in effect after attention_weights: every transformer "
+    "layer in this process now skips its fused fast path. The hooks on self_attn switch it off for their own layer "
+    "already; if you turn it off yourself, turn it back on in a `finally:` block.": (
+        "attention_weights 之后 torch.backends.mha.set_fastpath_enabled(False) 仍然生效：这个进程中的每个 Transformer "
+        "层现在都会跳过融合快速路径。self_attn 上的钩子本身就会为所在的层关掉快速路径；如果你自己关掉了它，"
+        "请在 `finally:` 块中重新打开。"
+    ),
     "these are the clean run's logits: patch only the one position, in the corrupted run": (
         "这是干净运行的 logits：只在损坏运行中修补那一个位置"
     ),
     "for {}, layer {}, position {}: the logits differ from the corrupted run with that layer's output at that "
     "position taken from the clean run (all samples, that position only)": (
-        "对于 {}，第 {} 层，位置 {}：logits 与“损坏运行中该层在该位置的输出取自干净运行”（所有样本，只限该位置）的结果不同"
+        "对于{}，第 {} 层，位置 {}：logits 与“损坏运行中该层在该位置的输出取自干净运行”（所有样本，只限该位置）的结果不同"
     ),
     "patched logits match an independent computation at three (layer, position) pairs on two models": (
         "在两个模型的三组（层，位置）上，修补后的 logits 与独立计算的结果一致"
@@ -720,7 +819,7 @@ MESSAGES: dict[str, str] = {
     "decode through the final norm first (model.encoder.norm), then model.head: the head was trained on "
     "normalised vectors": "先经过最终的归一化层（model.encoder.norm）再经过 model.head 解码：输出头是在归一化后的向量上训练的",
     "for {}, layer {}: the lens logits differ from model.head(model.encoder.norm(output of encoder.layers[{}]))": (
-        "对于 {}，第 {} 层：lens 得到的 logits 与 model.head(model.encoder.norm(output of encoder.layers[{}])) 不同"
+        "对于{}，第 {} 层：lens 得到的 logits 与 `model.head(model.encoder.norm(...))` 作用在 encoder.layers[{}] 的输出上的结果不同"
     ),
     "the last layer's lens should equal the model's own logits": "最后一层的 lens 结果应等于模型自己的 logits",
     "logit lens of every layer matches an independent computation on two models; no hook left": (
@@ -735,10 +834,126 @@ MESSAGES: dict[str, str] = {
     ),
     "attention_weights should return a tensor, got {}": "attention_weights 应返回张量，实际为 {}",
     "the weights have shape {}: averaged over the heads. Ask for one pattern per head (average_attn_weights=False)": (
-        "权重的形状为 {}：这是各头的平均。请为每个头各请求一个模式（average_attn_weights=False）"
+        "权重的形状为 {}：这是各头的平均。请为每个头各请求一个注意力模式（average_attn_weights=False）"
     ),
     "for {}, layer {}, the weights should have shape (N, heads, L, L) = {}, got {}": (
-        "对于 {}，第 {} 层，权重的形状应为 (N, heads, L, L) = {}，实际为 {}"
+        "对于{}，第 {} 层，权重的形状应为 (N, heads, L, L) = {}，实际为 {}"
+    ),
+    # --- nb14 ----------------------------------------------------------------------------------------
+    "the tiny decoder": "课程自带的小型解码器",
+    "a 4-head, 3-layer decoder": "一个 4 头、3 层的解码器",
+    "{} should return a tensor, got {}": "{0} 应返回张量，实际为 {1}",
+    "per-head outputs of every layer, on two decoders, match an independent computation; no hook left": (
+        "两个解码器每一层的各头输出都与独立计算的结果一致；没有留下钩子"
+    ),
+    "attention patterns of every layer, on two decoders, match softmax(q kᵀ/√d) with rotary and mask": (
+        "两个解码器每一层的注意力模式都与加了旋转位置编码和因果掩码的 softmax(q kᵀ/√d) 一致"
+    ),
+    "decode-only steering matches an independent generation loop on two decoders; no hook left": (
+        "只在解码步引导的结果在两个解码器上都与独立的生成循环一致；没有留下钩子"
+    ),
+    "head_outputs left the model in training mode": "head_outputs 让模型停留在了训练模式",
+    "steer_new_tokens should return the generated tokens, got {}": "steer_new_tokens 应返回生成的词元，实际为 {}",
+    "steer_new_tokens should return the prompts and {} new tokens, shape {}; got {}": (
+        "steer_new_tokens 应返回提示和 {0} 个新词元，形状为 {1}；实际为 {2}"
+    ),
+    "for {}, the tokens differ from greedy generate() with the vector added to the output of model.model.layers[{}] "
+    "in every decode step and not in the prefill": (
+        "对{0}，这些词元与贪心 generate() 的结果不同：应在每个解码步（而不在预填充中）把向量加到 "
+        "model.model.layers[{1}] 的输出上"
+    ),
+    "for {}, layer {}, the per-head outputs should have shape (N, L, heads, head_dim) = {}, got {}": (
+        "对{0}的第 {1} 层，各头输出的形状应为 (N, L, heads, head_dim) = {2}，实际为 {3}"
+    ),
+    "for {}, layer {}, the pattern should have shape (N, heads, L, L) = {}, got {}": (
+        "对{0}的第 {1} 层，注意力模式的形状应为 (N, heads, L, L) = {2}，实际为 {3}"
+    ),
+    "for {}, layer {}, the pattern differs from softmax(q kᵀ / sqrt(head_dim)) under the causal mask, with q and k "
+    "from q_proj and k_proj after the rotary embedding": (
+        "对{0}的第 {1} 层，注意力模式与因果掩码下的 softmax(q kᵀ / sqrt(head_dim)) 不同；q 和 k 应取自 q_proj 和 "
+        "k_proj 的输出，并先做旋转位置编码"
+    ),
+    "nothing was steered: these are the unsteered tokens. A forward hook changes the layer's output only by "
+    "returning the new tensor": "什么也没有被引导：这些是未引导时的词元。前向钩子只能通过返回新张量来改变层的输出",
+    "the prompt was steered too: the hook must add the vector only in decode steps (when the cache already holds "
+    "positions), not in the prefill": (
+        "提示也被引导了：钩子只应在解码步（缓存中已有位置时）加上向量，而不在预填充中加"
+    ),
+    "only the prefill was steered: that is the opposite, add the vector in the decode steps only": (
+        "只引导了预填充：这正好相反，应只在解码步加上向量"
+    ),
+    "the result has shape {}: o_proj's input with the heads side by side. Split its last dimension into "
+    "(heads, head_dim) with .view(N, L, heads, head_dim)": (
+        "结果的形状是 {}：这是各头并排的 o_proj 输入。用 .view(N, L, heads, head_dim) 把最后一维拆成 (heads, head_dim)"
+    ),
+    "the result has shape {} = (N, heads, L, head_dim); the exercise asks for (N, L, heads, head_dim), the order of "
+    "o_proj's input": "结果的形状是 {} = (N, heads, L, head_dim)；练习要求的是 (N, L, heads, head_dim)，即 o_proj 输入的顺序",
+    "for {}, layer {}, the values differ from the input of model.model.layers[{}].self_attn.o_proj in this forward "
+    "pass": "对{0}的第 {1} 层，这些值与这次前向传播中 model.model.layers[{2}].self_attn.o_proj 的输入不同",
+    "the pattern is computed from q and k before the rotary embedding: the model rotates both (apply_rotary with the "
+    "(cos, sin) the attention module receives) before SDPA": (
+        "注意力模式是用旋转位置编码之前的 q 和 k 算的：模型在 SDPA 之前会先旋转两者"
+        "（用注意力模块收到的 (cos, sin) 调用 apply_rotary）"
+    ),
+    "a query attends to later positions: the model is causal, so mask the scores above the diagonal with -inf before "
+    "the softmax": "有查询关注了后面的位置：模型是因果的，softmax 之前要用 -inf 遮住对角线以上的分数",
+    "divide the scores by sqrt(head_dim) before the softmax, as SDPA does": (
+        "softmax 之前要把分数除以 sqrt(head_dim)，SDPA 就是这样做的"
+    ),
+    "each row of a pattern sums to 1: take the softmax over the keys (last dim)": (
+        "注意力模式的每一行之和为 1：在键的维度（最后一维）上做 softmax"
+    ),
+    "these values come from o_proj's output, where the heads are already mixed: the per-head outputs are o_proj's "
+    "input, which a forward pre-hook on o_proj receives as args[0]": (
+        "这些值来自 o_proj 的输出，那里各头已经混在一起了：各头的输出是 o_proj 的输入，o_proj 上的前向预钩子以 "
+        "args[0] 收到它"
+    ),
+    # --- nb15 ----------------------------------------------------------------------------------------
+    "attach should return a pair (handle, buffer): the handle of the forward hook and the buffer it fills": (
+        "attach 应返回一对 (handle, buffer)：前向钩子的句柄，以及它往里存东西的缓冲区"
+    ),
+    "the first item should be the handle that register_forward_hook returned": (
+        "第一项应是 register_forward_hook 返回的句柄"
+    ),
+    "after 6 calls with maxlen=3 the buffer holds {} tensors, expected 3: use collections.deque(maxlen=maxlen), "
+    "which drops the oldest entry itself": (
+        "调用 6 次、maxlen=3 之后，缓冲区里有 {} 个张量，应为 3 个：请用 collections.deque(maxlen=maxlen)，"
+        "它会自己丢掉最旧的一项"
+    ),
+    "the buffer should hold tensors (one output row per call)": "缓冲区里应存张量（每次调用存输出的一行）",
+    "each kept tensor should be the first row of the output, shape (5,); got {}": (
+        "保存的每个张量都应是输出的第一行，形状为 (5,)；实际为 {}"
+    ),
+    "the kept rows turned to zeros when the output was changed in place after the hook ran: you kept a view "
+    "of the output. Keep a copy: out[0].detach().clone()": (
+        "钩子运行之后输出被原地修改，保存的行随之变成了零：你保存的是输出的视图。请保存副本：out[0].detach().clone()"
+    ),
+    "the kept rows are not the first output rows of the last 3 calls, oldest first": (
+        "保存的行不是最近 3 次调用的输出第一行（按从旧到新的顺序）"
+    ),
+    "the 3 kept rows hold {} bytes alive, but 3 rows of 5 float32 need {}: a row sliced from the output shares "
+    "the whole batch's storage. Keep a copy: out[0].detach().clone()": (
+        "保存的 3 行让 {} 字节的内存无法释放，而 3 行各 5 个 float32 只需要 {} 字节：从输出切出的一行与整个批次共用存储。"
+        "请保存副本：out[0].detach().clone()"
+    ),
+    "detach the kept rows: they should not hold the autograd graph": "请对保存的行调用 detach：它们不应拖住 autograd 图",
+    "the last 3 first rows, copied: 60 bytes kept after 6 calls, and no hook left behind": (
+        "最近 3 次的第一行，都是副本：调用 6 次后只保存了 60 字节，也没有留下钩子"
+    ),
+    "make_hook should return the hook function, got {}": "make_hook 应返回钩子函数，实际返回了 {}",
+    "10 compiled training steps ran and your hook logged {} values: it should append one per call": (
+        "运行了 10 个编译后的训练步，你的钩子记录了 {} 个值：每次调用应追加一个"
+    ),
+    "the logged values are not the norms of the layer's output at each step (out.detach().norm())": (
+        "记录的值不是每一步这一层输出的范数（out.detach().norm()）"
+    ),
+    "Dynamo compiled {} graphs in 10 steps: it guards the length of the list your hook appends to, so every "
+    "step compiled again (up to the recompile limit). Hint: wrap the hook in torch.compiler.disable.": (
+        "Dynamo 在 10 步里编译了 {} 个图：它为你的钩子所追加的列表的长度设置了守卫，所以每一步都重新编译"
+        "（直到达到重新编译上限）。提示：用 torch.compiler.disable 包装这个钩子。"
+    ),
+    "10 norms logged in 10 compiled steps, with the graph compiled once": (
+        "10 个编译后的训练步记录了 10 个范数，图只编译了一次"
     ),
     # --- nb13 ----------------------------------------------------------------------------------------
     "frozen_gradcam should return a tensor, got {}": "frozen_gradcam 应返回张量，实际为 {}",
@@ -766,6 +981,16 @@ MESSAGES: dict[str, str] = {
     "has unscaled them; read p.grad there.": (
         "你的范数是真实值的 {} 倍：你记录的是缩放后的梯度。step 预钩子在 scaler.step() 取消缩放之后运行；请在那里读取 p.grad。"
     ),
+    "with {} you logged {} values for 3 steps taken: a fused optimizer runs its step hooks on the step the scaler "
+    "skips too (it skips the update inside its kernel). Skip a norm that is not finite (math.isfinite).": (
+        "使用 {} 时，实际执行了 3 步，你却记录了 {} 个值：融合优化器在缩放器跳过的那一步上也会运行它的 step 钩子"
+        "（它在自己的算子里跳过更新）。请跳过不是有限值的范数（math.isfinite）。"
+    ),
+    "with {} your norms are {} times the true ones: a fused optimizer unscales the gradients inside its own step, so "
+    "its step pre-hook still sees them scaled. A step post-hook sees them unscaled with both kinds of optimizer.": (
+        "使用 {} 时，你的范数是真实值的 {} 倍：融合优化器在自己的 step 内部才取消缩放，所以它的 step 预钩子看到的仍是"
+        "缩放后的梯度。step 后钩子对两类优化器看到的都是取消缩放后的梯度。"
+    ),
     "your norms differ from the total gradient norm (ratios {}). Hint: the 2-norm over all parameters of the "
     "optimizer, e.g. the norm of the stack of each p.grad's norm.": (
         "你的范数与总梯度范数不同（比值 {}）。提示：对优化器的所有参数求 2-范数，例如把每个 p.grad 的范数堆叠起来再求范数。"
@@ -776,4 +1001,97 @@ MESSAGES: dict[str, str] = {
     "3 unscaled norms for 3 steps taken; the skipped NaN step left no entry": (
         "真正更新的 3 步记录了 3 个未缩放的范数；被跳过的 NaN 那一步没有留下记录"
     ),
+    # --- a widget whose kernel is gone (hookviz.widgets.common.restart_notice) ---------------------------
+    "This widget is no longer connected to a running kernel (it was restarted or shut down, or the notebook was "
+    "just opened): its controls do nothing now. Run this cell again (Shift+Enter), or Run ▸ Run All Cells, to "
+    "get a live widget.": (
+        "这个控件已不再连接到正在运行的内核（内核已重启或关闭，或者笔记本刚刚打开）：现在它的控件不起作用。"
+        "请再次运行这个单元格（Shift+Enter），或者 Run ▸ Run All Cells，以得到一个可用的控件。"
+    ),
+    # --- a forgotten `return` (hookviz.exercises.missing_return and the checkers that use it) -------------
+    "`{}` has no `return` statement, so calling it gives None": "`{}` 里没有 `return` 语句，所以调用它得到的是 None",
+    "`{}` returned None": "`{}` 返回了 None",
+    "If your code already computes the right value, only the `return` is missing: a value a function computes "
+    "but does not return is lost. End the function with `return <that value>`.": (
+        "如果你的代码已经算出了正确的值，那么缺的只是 `return`：函数算出却没有返回的值会丢失。请在函数末尾加上 `return <那个值>`。"
+    ),
+    "something is None where a value was expected: a function (or a hook factory) without `return` gives None. "
+    "Check that each function you wrote ends with `return ...`.": (
+        "需要一个值的地方得到了 None：没有 `return` 的函数（或钩子工厂函数）返回 None。请检查你写的每个函数是否以 `return ...` 结尾。"
+    ),
+    "a forward hook replaces the output only through the value it returns": "前向钩子只能通过返回值替换输出",
+    "a full backward hook changes grad_input only through the tuple it returns": (
+        "完整反向钩子只能通过返回的元组改变 grad_input"
+    ),
+    "a pre-hook changes the module's input only through the value it returns": "预钩子只能通过返回值改变模块的输入",
+    "a pre-hook registered with with_kwargs=True changes the call only by returning (args, kwargs)": (
+        "用 with_kwargs=True 注册的预钩子只能通过返回 (args, kwargs) 改变这次调用"
+    ),
+    "a tensor hook changes the gradient only through the value it returns (None keeps the gradient as it was, so "
+    "autograd never saw your rescaled tensor)": (
+        "张量钩子只能通过返回值改变梯度（返回 None 表示梯度保持原样，所以 autograd 从未看到你缩放后的张量）"
+    ),
+    "attach should return one handle per parameter": "attach 应该为每个参数返回一个句柄",
+    "attach should return the handle of the hook it registered": "attach 应该返回它注册的钩子的句柄",
+    "attach should return the list of handles it registered": "attach 应该返回它注册的句柄列表",
+    "attach(model) should return the list of handles it registered": "attach(model) 应该返回它注册的句柄列表",
+    "attention_weights should return the captured weights": "attention_weights 应该返回捕获到的注意力权重",
+    "channel_ablation should return the drops as a tensor": "channel_ablation 应该以张量形式返回下降值",
+    "contrastive_cam should return the map as a tensor": "contrastive_cam 应该以张量形式返回热力图",
+    "count_calls should return the dict {{class name: calls}}": "count_calls 应该返回字典 {{类名: 调用次数}}",
+    "count_saved_bytes should return the number of bytes as an int": "count_saved_bytes 应该以 int 返回字节数",
+    "dead() should return the list of dead channels": "dead() 应该返回死通道的列表",
+    "frozen_gradcam should return the map as a tensor": "frozen_gradcam 应该以张量形式返回热力图",
+    "logit_lens should return a list of tensors (one per layer)": "logit_lens 应该返回张量列表（每层一个）",
+    "make_hook must return the hook function it builds": "make_hook 必须返回它构造的钩子函数",
+    "make_mixup_hook must return the hook function it builds": "make_mixup_hook 必须返回它构造的钩子函数",
+    "make_renaming_hook(...) should return the hook function it builds": "make_renaming_hook(...) 应该返回它构造的钩子函数",
+    "make_safe_hook(store) should return the hook function it builds": "make_safe_hook(store) 应该返回它构造的钩子函数",
+    "make_sampled_hook must return the forward hook it builds": "make_sampled_hook 必须返回它构造的前向钩子",
+    "mix_targets must return the mixed targets": "mix_targets 必须返回混合后的目标",
+    "patch_position should return the logits": "patch_position 应该返回 logits",
+    "return the dict {{layer name: output shape}} that your hooks filled": "返回你的钩子填好的字典 {{层名: 输出形状}}",
+    # --- nb16 (the hook atlas: its checkers and its table's controls) ----------------------------------
+    "search": "搜索",
+    "category": "类别",
+    "e.g. deepcopy forward": "例如 deepcopy forward",
+    "not answered yet: set `answer` to a set of situation names": "还没有作答：把 `answer` 设为情形名称的集合",
+    "the answer is a set of strings: names from the table's situation column": (
+        "答案是字符串的集合：表格 situation 列中的名称"
+    ),
+    "not a situation of the atlas: {}; the names are in the table's situation column": (
+        "图鉴中没有这个情形：{}；名称见表格的 situation 列"
+    ),
+    "{} situation(s) missing and {} too many. Hint: filter the table with kind 'backward' and read the fires column": (
+        "缺了 {} 个情形，多了 {} 个。提示：在表格中选择种类 'backward'，看 fires 列"
+    ),
+    "right: {} situations in which a full backward hook stays silent": "正确：完整反向钩子在 {} 种情形下不触发",
+    "one_shot should be a function": "one_shot 应该是一个函数",
+    "one_shot should return the handle it registered": "one_shot 应该返回它注册的钩子的句柄",
+    "fn ran {} times over two forward passes; it should run once": "两次前向传播中 fn 运行了 {} 次；它应该只运行一次",
+    "the first output should be fn's return value: pass it on": "第一次的输出应该是 fn 的返回值：把它传下去",
+    "the second output should be the layer's own output": "第二次的输出应该是层自己的输出",
+    "a hook is still attached to the layer after it ran": "钩子运行之后仍然挂在层上",
+    "the tensor hook should change the first gradient only": "张量钩子应该只改变第一次的梯度",
+    "a hook is still attached to the tensor after it ran": "钩子运行之后仍然挂在张量上",
+    "two one-shot pre-hooks ran {}; each should run once, on the first forward": (
+        "两个一次性预钩子的运行记录为 {}；每个都应该只在第一次前向传播时运行一次"
+    ),
+    "a pre-hook is still attached to the layer after it ran": "预钩子运行之后仍然挂在层上",
+    "one_shot works for forward, pre- and tensor hooks, and leaves nothing attached": (
+        "one_shot 对前向钩子、预钩子和张量钩子都有效，并且没有留下任何钩子"
+    ),
 }
+
+#: Computed parts of messages that are English prose themselves (a checker's model names and case labels):
+#: :func:`hookviz.i18n.translate` puts the translation in when a whole ``{}`` value is one of these keys.
+#: Only such phrases belong here, never a bare word that could also be a layer's name ("head", "layer").
+NAMES: dict[str, str] = {
+    "the tiny transformer": "课程自带的小型 Transformer",
+    "a 4-head model": "一个 4 头的模型",
+    "inf weight in features.4": "features.4 中有一个 inf 权重",
+    "NaN in the input": "输入中有 NaN",
+    "a model whose modules run in another order": "一个模块运行顺序与定义顺序不同的模型",
+    "x + 1 (saves nothing)": "x + 1（什么也不保存）",
+}
+

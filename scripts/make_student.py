@@ -67,6 +67,9 @@ __all__ = [
     "MANIFEST",
     "SOFT_CHECKS_SOURCE",
     "SOFT_CHECKS_SOURCE_ZH",
+    "SOFT_CHECKS_NOTE",
+    "STUDENT_KERNELSPEC",
+    "wrap_comments",
     "CopyReport",
     "Exercise",
     "copy_extra_files",
@@ -101,22 +104,60 @@ ZH_VERDICTS = ("正确", "错误", "部分正确", "已过时")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: The code cell a student copy gets right after the Colab guard.
 SOFT_CHECKS_SOURCE = """\
-# Student copy: a check cell whose exercise you have not solved prints "✗ <hint>" instead of stopping
-# "Run All", so you can replay the notebook past exercises you skipped. To see failing checks as errors
-# again (with their traceback), run hookviz.exercises.strict_checks(); it applies from the next cell on.
 import hookviz.exercises
 
-hookviz.exercises.soft_checks()"""
-#: The same cell in the Chinese edition.
-SOFT_CHECKS_SOURCE_ZH = """\
-# 学生副本：还没有完成的练习，其检查单元会打印“✗ <提示>”，而不会让“Run All”停下，所以你可以跳过练习、
-# 继续重放整个笔记本。想让未通过的检查重新作为错误显示（带回溯信息），运行
-# hookviz.exercises.strict_checks()；它从下一个单元起生效。
-import hookviz.exercises
+hookviz.exercises.soft_checks()
+hookviz.exercises.short_tracebacks()"""
+#: The same cell in the Chinese edition (code only: what it does is said by the markdown cell above it).
+SOFT_CHECKS_SOURCE_ZH = SOFT_CHECKS_SOURCE
+#: The markdown cell a student copy shows above that cell: the instructions live in prose, never in code
+#: comments (which a narrow window clips behind a horizontal scrollbar).
+SOFT_CHECKS_NOTE = {
+    "en": (
+        "**Student copy.** Run the cells in order: click a cell and press **Shift+Enter** (or **Run ▸ Run All "
+        "Cells**). The cell below makes two things friendlier:\n\n"
+        "- a check cell whose exercise you have not solved yet prints `✗ <hint>` instead of stopping "
+        "**Run All**, so you can replay the notebook past exercises you skipped;\n"
+        "- an error shows the lines of *your* cells that led to it, with the frames inside PyTorch folded into "
+        "one line.\n\n"
+        "To get full tracebacks and failing checks as errors back, run `hookviz.exercises.strict_checks()` "
+        "(it applies from the next cell on)."
+    ),
+    "zh": (
+        "**学生副本。** 按顺序运行单元格：点击一个单元格，按 **Shift+Enter**（或 **Run ▸ Run All Cells**）。"
+        "下面的单元格让两件事更友好：\n\n"
+        "- 还没有完成的练习，其检查单元格会打印 `✗ <提示>`，而不会让 **Run All** 停下，"
+        "所以你可以跳过练习、继续重放整个笔记本；\n"
+        "- 出错时只显示*你自己的*单元格中导致错误的那几行，PyTorch 内部的调用帧折叠成一行。\n\n"
+        "想恢复完整的回溯、让未通过的检查重新作为错误显示，运行 `hookviz.exercises.strict_checks()`"
+        "（从下一个单元格起生效）。"
+    ),
+}
+#: The kernel a student copy names: JupyterLab writes the running kernel's display name into a notebook it
+#: opens, so a copy that names another ("Python 3") shows as modified before the learner typed anything.
+STUDENT_KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+#: The first file a learner sees in JupyterLab's file browser next to the student copies.
+STUDENT_README = """\
+# Start here
 
-hookviz.exercises.soft_checks()"""
+1. Open **`00_start_here.ipynb`** (double-click it in the file browser on the left).
+2. Run a cell: click it and press **Shift+Enter**; it runs and the next cell is selected.
+   **Run ▸ Run All Cells** runs the whole notebook from the top.
+3. Go through the notebooks in order: 00, 01, 02, ... Each one ends with exercises: write your code in
+   the cell under "Exercise", then run the check cell below it (`✓` means solved, `✗` gives a hint).
+
+These are your own copies: edit them freely. Your edits are never overwritten; to start one notebook
+again from scratch, run `make reset NB=03` in the course folder (your version is kept in `backups/`).
+After a kernel restart, run the cells again from the top (or **Run ▸ Run All Cells**).
+
+中文版在 `zh/` 文件夹中：先打开 `zh/00_start_here.ipynb`，用 **Shift+Enter** 运行单元格。
+"""
+#: Full-line code comments longer than this are wrapped in student copies (no horizontal scrollbar at 1280 px).
+COMMENT_WIDTH = 88
 #: Metadata that marks the cell above (make_student adds it; tests find it by this mark).
 SOFT_CHECKS_MARK = {"hookviz": {"generated": "soft-checks"}}
+#: Metadata that marks the markdown cell above it.
+SOFT_CHECKS_NOTE_MARK = {"hookviz": {"generated": "soft-checks-note"}}
 
 _HEADING_VERDICT = re.compile(
     r"^(?P<heading>#{1,6}\s.*?)\s*(?P<dash>——|—)\s*(?P<verdict>\*\*(?:"
@@ -133,7 +174,7 @@ HIDDEN_VERDICT = "**?** *(predict, then run the cells below)*"
 #: What a student copy shows instead of the verdict, and the label of the box that holds it, per language.
 _HIDDEN = {
     "en": (" — " + HIDDEN_VERDICT, "Verdict (open it after running the cells below)"),
-    "zh": ("——**？**（先预测，再运行下面的单元）", "判定（运行下面的单元之后再展开）"),
+    "zh": ("——**？**（先预测，再运行下面的单元格）", "判定（运行下面的单元格之后再展开）"),
 }
 #: The note at the top of a student copy of ``article_verdicts.md``, and what replaces a hidden table cell.
 _TABLE_NOTE = {
@@ -144,10 +185,10 @@ _TABLE_NOTE = {
         "run the linked cell",
     ),
     "zh": (
-        "> **学生副本：判定已隐藏。** 打开每一行链接的单元，先预测判定，再运行它；"
-        "单元的输出和标题下的判定框会给出答案。",
+        "> **学生副本：判定已隐藏。** 打开每一行链接的单元格，先预测判定，再运行它；"
+        "单元格的输出和标题下的判定框会给出答案。",
         "**？**",
-        "运行所链接的单元",
+        "运行所链接的单元格",
     ),
 }
 #: Headers of the verdict column in the article_verdicts tables (English, Chinese).
@@ -314,24 +355,50 @@ def hide_verdict_table(markdown: str) -> str:
     return "\n".join(out) + ("\n" if markdown.endswith("\n") else "")
 
 
+def wrap_comments(source: str, width: int = COMMENT_WIDTH) -> str:
+    """Wrap every full-line ``#`` comment of ``source`` longer than ``width`` characters at word breaks.
+
+    Each piece keeps the comment's indentation and ``# ``; code lines and end-of-line comments stay as
+    they are (a code line is never changed).
+    """
+    out: list[str] = []
+    for line in source.split("\n"):
+        stripped = line.lstrip()
+        if len(line) <= width or not stripped.startswith("# "):
+            out.append(line)
+            continue
+        prefix = line[: len(line) - len(stripped)] + "# "
+        current = ""
+        for word in stripped[2:].split(" "):
+            if current and len(prefix) + len(current) + 1 + len(word) > width:
+                out.append(prefix + current)
+                current = word
+            else:
+                current = f"{current} {word}" if current else word
+        out.append(prefix + current)
+    return "\n".join(out)
+
+
 def learner_code(source: str) -> str:
-    """A code cell as the student copy shows it: ``%xmode Minimal`` becomes ``%xmode Context``.
+    """A code cell as the student copy shows it: ``%xmode Minimal`` becomes ``%xmode Context``, and long
+    comment lines are wrapped (:func:`wrap_comments`).
 
     The teacher notebooks store one-line errors (no traceback holding file paths); a learner's own
     mistake must show where it failed.
     """
-    return _XMODE_MINIMAL.sub(r"\1%xmode Context", source)
+    return wrap_comments(_XMODE_MINIMAL.sub(r"\1%xmode Context", source))
 
 
 #: What a student copy adds under prose that explains ``%xmode Minimal`` (the code below it now says Context).
 XMODE_NOTE = {
     "en": (
         "**In this student copy** the cell below sets `%xmode Context` instead: when your own code fails, the "
-        "error shows the line that raised it (the cells meant to fail show a few lines more)."
+        "error shows the line that raised it; the frames inside PyTorch are folded into one line, so the cells "
+        "meant to fail show only a few lines more."
     ),
     "zh": (
-        "**在这份学生副本中**，下面的单元改为设置 `%xmode Context`：你自己的代码出错时，报错会显示出错的那一行"
-        "（本来就应该失败的单元也会多显示几行）。"
+        "**在这份学生副本中**，下面的单元格改为设置 `%xmode Context`：你自己的代码出错时，报错会显示出错的那一行"
+        "；PyTorch 内部的调用帧折叠成一行，所以本来就应该失败的单元格也只多显示几行。"
     ),
 }
 
@@ -414,12 +481,18 @@ def make_student_notebook(
         first_code = next((i for i, cell in enumerate(cells) if cell.cell_type == "code"), -1)
         source = SOFT_CHECKS_SOURCE_ZH if notebook_language(nb) == "zh" else SOFT_CHECKS_SOURCE
         soft = nbformat.v4.new_code_cell(source, metadata=copy.deepcopy(SOFT_CHECKS_MARK))
-        soft.pop("id", None)
-        if (student.nbformat, student.nbformat_minor) >= (4, 5):  # a fixed id: the same bytes on every run
-            soft["id"] = "hookviz-soft-checks"
-        cells.insert(first_code + 1, soft)
+        note = nbformat.v4.new_markdown_cell(
+            SOFT_CHECKS_NOTE[notebook_language(nb)], metadata=copy.deepcopy(SOFT_CHECKS_NOTE_MARK)
+        )
+        for cell, cell_id in ((soft, "hookviz-soft-checks"), (note, "hookviz-soft-checks-note")):
+            cell.pop("id", None)
+            if (student.nbformat, student.nbformat_minor) >= (4, 5):  # a fixed id: the same bytes on every run
+                cell["id"] = cell_id
+        cells[first_code + 1 : first_code + 1] = [note, soft]
     student.cells = cells
     student.metadata.setdefault("hookviz", {})["student_copy"] = True
+    if student.metadata.get("kernelspec", {}).get("name") == STUDENT_KERNELSPEC["name"]:
+        student.metadata["kernelspec"] = dict(STUDENT_KERNELSPEC)
     nbformat.validate(student)
     return student
 
@@ -552,6 +625,8 @@ def write_student_copies(
         copy_extra_files(src, dst, manifest, report, predict=predict or presenter)
     for key, data in rendered:
         _place(dst / key, key, data, manifest, report)
+    if src.is_dir() and not presenter:
+        _place(dst / "README.md", "README.md", STUDENT_README.encode(), manifest, report)
     _write_manifest(dst, manifest)
     return report
 

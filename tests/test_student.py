@@ -70,6 +70,11 @@ def is_soft_checks_cell(cell) -> bool:
     return cell.get("metadata", {}).get("hookviz", {}).get("generated") == "soft-checks"
 
 
+def is_generated_cell(cell) -> bool:
+    """The soft-checks cell or the markdown note above it (both added by make_student)."""
+    return cell.get("metadata", {}).get("hookviz", {}).get("generated") in ("soft-checks", "soft-checks-note")
+
+
 def describe(cell) -> str:
     first = cell.source.strip().splitlines()[:1] or [""]
     return first[0][:70]
@@ -132,9 +137,16 @@ def test_student_copy_drops_solutions_and_clears_every_output(tmp_path):
     assert make_student.main([str(src), str(dst)]) == 0
     student = nbformat.read(dst / "01_tiny.ipynb", as_version=4)
     nbformat.validate(student)
-    assert [tags(c) for c in student.cells] == [[], [], [], [], [], ["exercise"], [], ["check"], []]
-    assert is_soft_checks_cell(student.cells[2]), "soft checks are turned on right after the Colab guard"
-    assert "hookviz.exercises.soft_checks()" in student.cells[2].source
+    assert [tags(c) for c in student.cells] == [[], [], [], [], [], [], ["exercise"], [], ["check"], []]
+    assert is_soft_checks_cell(student.cells[3]), "soft checks are turned on right after the Colab guard"
+    assert "hookviz.exercises.soft_checks()" in student.cells[3].source
+    assert "hookviz.exercises.short_tracebacks()" in student.cells[3].source
+    note = student.cells[2]
+    assert note.cell_type == "markdown" and note.source == make_student.SOFT_CHECKS_NOTE["en"]
+    assert "Shift+Enter" in note.source and "strict_checks()" in note.source, "the instructions are prose"
+    assert not any(line.lstrip().startswith("#") for line in student.cells[3].source.splitlines()), (
+        "no instruction hides in a code comment"
+    )
     code_cells = [c for c in student.cells if c.cell_type == "code"]
     assert all(c.outputs == [] and c.execution_count is None for c in code_cells), "predict mode: no outputs"
     assert (dst / "picture.png").read_bytes() == b"png"
@@ -146,7 +158,7 @@ def test_keep_outputs_keeps_lesson_outputs_but_never_a_check_result(tmp_path):
     src, dst = _teacher_folder(tmp_path), tmp_path / "student"
     assert make_student.main([str(src), str(dst), "--keep-outputs"]) == 0
     student = nbformat.read(dst / "01_tiny.ipynb", as_version=4)
-    check, lesson = student.cells[7], student.cells[8]
+    check, lesson = student.cells[8], student.cells[9]
     assert check.outputs == [] and check.execution_count is None
     assert lesson.outputs[0]["text"] == "1\n" and lesson.execution_count == 6
 
@@ -288,9 +300,9 @@ def test_chinese_claim_verdicts_are_hidden_in_chinese():
     hidden = make_student.hide_verdicts(source)
     visible = re.sub(r"<details>.*?</details>", "", hidden, flags=re.DOTALL)
     assert not VERDICT_WORD.search(visible), visible
-    assert "### 说法 B2：“重新绑定不起作用”——**？**（先预测，再运行下面的单元）" in visible
+    assert "### 说法 B2：“重新绑定不起作用”——**？**（先预测，再运行下面的单元格）" in visible
     assert "Verdict" not in hidden and "predict" not in hidden, "the hidden text of a Chinese copy is Chinese"
-    assert hidden.count("<details><summary>判定（运行下面的单元之后再展开）</summary>") == 2
+    assert hidden.count("<details><summary>判定（运行下面的单元格之后再展开）</summary>") == 2
     assert "**正确**（TRUE）\n\n因为 Python。" in hidden
 
 
@@ -309,7 +321,7 @@ def test_the_verdict_table_is_blanked_in_every_language():
         "| B1 | “原话” | **部分正确**（PARTLY） | 说明 | [01](01.ipynb#claim-B1) |\n"
     )
     hidden = make_student.hide_verdict_table(chinese)
-    assert "| B1 | “原话” | **？** | 运行所链接的单元 | [01](01.ipynb#claim-B1) |" in hidden
+    assert "| B1 | “原话” | **？** | 运行所链接的单元格 | [01](01.ipynb#claim-B1) |" in hidden
     assert "学生副本：判定已隐藏" in hidden
     assert (
         make_student.hide_verdict_table("| a | b |\n|---|---|\n| 1 | TRUE |\n")
@@ -349,7 +361,7 @@ def test_learners_errors_show_where_they_failed():
     nb.cells[2].source = "x = 1\n%xmode Minimal"
     nb.cells[0].source = "# Title\n\n`%xmode Minimal` keeps errors to one line."
     student = make_student.make_student_notebook(nb)
-    assert student.cells[3].source == "x = 1\n%xmode Context"
+    assert student.cells[4].source == "x = 1\n%xmode Context"
     assert student.cells[0].source.endswith(make_student.XMODE_NOTE["en"]), "the prose says what the copy does"
     zh = make_student.learner_markdown("导入模块。`%xmode Minimal` 让失败的单元只显示错误。")
     assert zh.endswith(make_student.XMODE_NOTE["zh"])
@@ -370,12 +382,50 @@ def _make_dry_run(target: str) -> str:
     return proc.stdout
 
 
-def test_make_lab_lets_the_student_copies_be_browsed():
-    command = next(line for line in _make_dry_run("lab").splitlines() if "jupyter lab" in line)
+def test_make_lab_opens_the_student_copies_and_teacher_lab_the_whole_course():
+    """A learner's `make lab` opens their own copies (no solutions a click away); teachers have teacher-lab."""
+    lines = _make_dry_run("lab").splitlines()
+    assert any("scripts/make_student.py notebooks student" in line for line in lines), "copies are made first"
+    command = next(line for line in lines if "jupyter lab" in line)
+    assert "--ServerApp.root_dir=student" in command and command.rstrip().endswith("student/00_start_here.ipynb")
+    command = next(line for line in _make_dry_run("teacher-lab").splitlines() if "jupyter lab" in line)
     root = re.search(r"--ServerApp\.root_dir=(\S+)", command)
     root_dir = (REPO / (root.group(1) if root else ".")).resolve()
     assert (REPO / "student").resolve().is_relative_to(root_dir), command
     assert (REPO / "notebooks").resolve().is_relative_to(root_dir), command
+
+
+def test_the_student_folder_opens_on_a_readme_that_says_where_to_start(tmp_path):
+    src, dst = _teacher_folder(tmp_path), tmp_path / "student"
+    assert make_student.main([str(src), str(dst)]) == 0
+    readme = (dst / "README.md").read_text()
+    assert "00_start_here.ipynb" in readme and "Shift+Enter" in readme and "Run All Cells" in readme
+    (dst / "README.md").write_text(readme + "\nmy notes\n")  # the learner's notes are kept, like a notebook
+    assert make_student.main([str(src), str(dst)]) == 0
+    assert (dst / "README.md").read_text().endswith("my notes\n")
+    assert make_student.main([str(src), str(tmp_path / "presenter"), "--presenter"]) == 0
+    assert not (tmp_path / "presenter" / "README.md").exists()
+
+
+def test_student_copy_is_not_modified_by_opening_it():
+    """JupyterLab writes the running kernel's display name into an opened notebook: the copy names it already."""
+    nb = _tiny_teacher_notebook()
+    assert nb.metadata["kernelspec"]["display_name"] == "Python 3"
+    student = make_student.make_student_notebook(nb)
+    assert student.metadata["kernelspec"] == make_student.STUDENT_KERNELSPEC
+    assert student.metadata["kernelspec"]["display_name"] == "Python 3 (ipykernel)"
+
+
+def test_long_comment_lines_are_wrapped_in_student_copies():
+    long = "    # " + " ".join(["word"] * 40)
+    wrapped = make_student.wrap_comments(f"x = 1\n{long}\ny = 2  # {'z' * 100}")
+    lines = wrapped.splitlines()
+    assert lines[0] == "x = 1" and lines[-1].startswith("y = 2  # "), "code lines are never changed"
+    middle = lines[1:-1]
+    assert len(middle) > 1 and all(len(line) <= make_student.COMMENT_WIDTH for line in middle)
+    assert all(line.startswith("    # ") for line in middle)
+    assert " ".join(line[6:] for line in middle) == long[6:], "no word lost"
+    assert make_student.learner_code(long) == wrapped.split("\n", 1)[1].rsplit("\n", 1)[0]
 
 
 def test_make_student_lab_opens_the_student_copies_without_losing_work():
@@ -424,6 +474,10 @@ def test_soft_checks_print_a_cross_and_let_run_all_go_on():
     assert stdout_text(check).startswith(f"{NOT_SOLVED_MARK} not solved yet"), stdout_text(check)
     assert stdout_text(by_source["print('after the check')"]) == "after the check\n"
     assert errors(by_source["check_other()"])[0]["ename"] == "ValueError", "only ExerciseNotSolved is softened"
+    traceback = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in errors(by_source["check_other()"])[0]["traceback"]]
+    assert traceback[0].startswith("Traceback (your code"), traceback
+    assert any("in check_other" in line for line in traceback) and traceback[-1] == "ValueError: a real bug"
+    assert len(traceback) <= 8, traceback
     assert stdout_text(by_source["print(hookviz.exercises.soft_checks_enabled())"]) == "True\n"
 
 
@@ -454,8 +508,10 @@ def test_student_copy_is_valid_and_has_no_solution(student_dir, teacher_path):
     soft = [i for i, c in enumerate(student.cells) if is_soft_checks_cell(c)]
     if make_student.exercises(teacher):
         first_code = next(i for i, c in enumerate(student.cells) if c.cell_type == "code")
-        assert soft == [first_code + 1], "one soft-checks cell, right after the Colab guard"
-    lesson = [c for c in student.cells if not is_soft_checks_cell(c)]
+        assert soft == [first_code + 2], "one soft-checks cell, after the Colab guard and the note that explains it"
+        note = student.cells[first_code + 1]
+        assert is_generated_cell(note) and note.cell_type == "markdown" and "Shift+Enter" in note.source
+    lesson = [c for c in student.cells if not is_generated_cell(c)]
     kept = [c for c in teacher.cells if "solution" not in tags(c)]
     assert [c.source for c in lesson if c.cell_type == "code"] == [
         make_student.learner_code(c.source) for c in kept if c.cell_type == "code"
@@ -536,6 +592,34 @@ def test_no_verdict_survives_in_any_student_copy(course_copies):
     assert not leaks, "verdicts visible in student copies:\n" + "\n".join(leaks)
 
 
+def _visible_verdicts(path: Path) -> list[str]:
+    """The claims whose verdict a learner can read in ``path`` without opening a verdict box, in order."""
+    shown = []
+    for text in _visible_markdown(path):
+        for line in text.splitlines():
+            for ref in CLAIM_REFERENCE.finditer(line):
+                if VERDICT_WORD.search(line[ref.end() : ref.end() + 120]):
+                    shown.append(next(group for group in ref.groups() if group))
+    return shown
+
+
+def test_chinese_copies_show_the_verdicts_the_english_copies_show_and_no_more(course_copies):
+    """Notebook by notebook, a Chinese student copy reveals no claim's verdict that its English twin hides.
+
+    (Notebook 10's answers name the verdicts of A7 and A10, proven earlier in 09, in both editions: the
+    English as "verdict TRUE", the Chinese as 判定为**正确**（TRUE）.)
+    """
+    zh = sorted((course_copies / "zh").glob("[0-9][0-9]_*.ipynb"))
+    if not zh:
+        pytest.skip("no Chinese edition")
+    extra = {}
+    for path in zh:
+        english, chinese = _visible_verdicts(course_copies / path.name), _visible_verdicts(path)
+        if sorted(set(chinese) - set(english)):
+            extra[path.name] = sorted(set(chinese) - set(english))
+    assert not extra, f"verdicts the English student copies hide show in the Chinese ones: {extra}"
+
+
 def test_student_copies_are_small_and_carry_no_widget_state(course_copies):
     for path in sorted(course_copies.rglob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
@@ -552,12 +636,15 @@ def test_chinese_student_copies_hide_verdicts_in_chinese(course_copies):
     for path in zh:
         soft = [c for c in nbformat.read(path, as_version=4).cells if is_soft_checks_cell(c)]
         assert all(c.source == make_student.SOFT_CHECKS_SOURCE_ZH for c in soft), f"{path.name}: soft checks in English"
+        cells = nbformat.read(path, as_version=4).cells
+        notes = [c for c in cells if is_generated_cell(c) and c.cell_type == "markdown"]
+        assert all(c.source == make_student.SOFT_CHECKS_NOTE["zh"] for c in notes), f"{path.name}: note in English"
     english = sorted(course_copies.glob("[0-9][0-9]_*.ipynb"))
     for path in english:
         soft = [c for c in nbformat.read(path, as_version=4).cells if is_soft_checks_cell(c)]
         assert all(c.source == make_student.SOFT_CHECKS_SOURCE for c in soft), path.name
     text = "\n".join("\n".join(_visible_markdown(path)) for path in zh)
-    assert "——**？**（先预测，再运行下面的单元）" in text
+    assert "——**？**（先预测，再运行下面的单元格）" in text
     assert "predict, then run" not in text and "Verdict (open it" not in text
     assert "学生副本：判定已隐藏" in (course_copies / "zh" / "article_verdicts.md").read_text(encoding="utf-8")
 

@@ -9,6 +9,9 @@
   is installed).
 * The reset advice works where there is no ``make`` or ``.venv`` (Binder, JupyterHub, conda).
 * The Chinese kit (``workshop/zh/``) exists and covers the same sections, rows and questions.
+
+Every rule holds for both kits: the taster (``workshop/``) and hooks for practitioners
+(``workshop/practitioners/``, Chinese in ``workshop/zh/practitioners/``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +28,8 @@ from notebook_tools import REPO
 
 KIT = REPO / "workshop"
 ZH = KIT / "zh"
+#: The kits, as folders under ``workshop/`` (and ``workshop/zh/``): the taster and hooks for practitioners.
+KITS = ("", "practitioners")
 LANGUAGES = ("en", "zh")
 #: mybinder.org culls a session after this many idle minutes: a break must be shorter.
 BINDER_IDLE_CULL_MINUTES = 10
@@ -47,8 +53,8 @@ NOTEBOOK_LINK = re.compile(r"notebooks/(\d\d)_")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
-def kit_file(language: str, name: str) -> Path:
-    return (KIT if language == "en" else ZH) / name
+def kit_file(language: str, name: str, kit: str = "") -> Path:
+    return (KIT if language == "en" else ZH) / kit / name
 
 
 @dataclass(frozen=True)
@@ -77,9 +83,9 @@ def _cells(line: str) -> list[str]:
     return cells
 
 
-def agenda(language: str) -> tuple[int, list[Row], str]:
+def agenda(language: str, kit: str = "") -> tuple[int, list[Row], str]:
     """(slot in minutes, the rows of the minute-by-minute table, the whole text)."""
-    path = kit_file(language, "agenda.md")
+    path = kit_file(language, "agenda.md", kit)
     if not path.exists():
         pytest.fail(f"{path.relative_to(REPO)} is missing")
     text = path.read_text(encoding="utf-8")
@@ -105,9 +111,10 @@ def minutes_by_kind(rows: list[Row]) -> dict[str, int]:
     return totals
 
 
+@pytest.mark.parametrize("kit", KITS)
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_agenda_minutes_add_up(language):
-    slot, rows, text = agenda(language)
+def test_agenda_minutes_add_up(language, kit):
+    slot, rows, text = agenda(language, kit)
     clock = 0
     for row in rows:
         assert row.clock == clock, f"a row starts at {row.clock} min, the previous one ends at {clock} min"
@@ -129,9 +136,10 @@ def test_agenda_minutes_add_up(language):
     assert re.search(rf"^\|\s*\*\*(?:slot|时段)\*\*\s*\|\s*\*\*{slot}\*\*\s*\|", text, re.MULTILINE)
 
 
+@pytest.mark.parametrize("kit", KITS)
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_every_notebook_change_is_a_budgeted_switch_that_shuts_a_kernel_down(language):
-    _, rows, _ = agenda(language)
+def test_every_notebook_change_is_a_budgeted_switch_that_shuts_a_kernel_down(language, kit):
+    _, rows, _ = agenda(language, kit)
     current, switched = None, False
     for row in rows:
         if row.kind == "switch":
@@ -207,9 +215,10 @@ def option_stem(text: str) -> str:
     return text.replace("**", "").strip().rstrip(".。")
 
 
+@pytest.mark.parametrize("kit", KITS)
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_the_rooms_exit_ticket_carries_no_answers(language):
-    path = kit_file(language, "exit_ticket.md")
+def test_the_rooms_exit_ticket_carries_no_answers(language, kit):
+    path = kit_file(language, "exit_ticket.md", kit)
     text = path.read_text(encoding="utf-8")
     assert "✓" not in text and not re.search(r"Answers|答案[:：]", text)
     assert "notebooks/" not in text, "a link to the proving cell gives the answer away"
@@ -223,9 +232,11 @@ def test_the_rooms_exit_ticket_carries_no_answers(language):
             )
 
 
+@pytest.mark.parametrize("kit", KITS)
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_the_key_has_the_same_questions_and_varied_answers(language):
-    room, key = questions(kit_file(language, "exit_ticket.md")), questions(kit_file(language, "exit_ticket_key.md"))
+def test_the_key_has_the_same_questions_and_varied_answers(language, kit):
+    room = questions(kit_file(language, "exit_ticket.md", kit))
+    key = questions(kit_file(language, "exit_ticket_key.md", kit))
     assert sorted(room) == sorted(key)
     answers = {}
     for number, options in key.items():
@@ -238,7 +249,8 @@ def test_the_key_has_the_same_questions_and_varied_answers(language):
         for letter, text in options:
             if letter != correct[0]:
                 assert re.search(r" — (\*|误解：)", text), f"question {number} {letter}): no misconception named"
-    summary = re.search(r"\*\*(?:Answers|答案)[:：]\*\*\s*(.+)", kit_file(language, "exit_ticket_key.md").read_text())
+    key_text = kit_file(language, "exit_ticket_key.md", kit).read_text(encoding="utf-8")
+    summary = re.search(r"\*\*(?:Answers|答案)[:：]\*\*\s*(.+)", key_text)
     assert summary, "the key starts with a one-line summary of the answers"
     assert dict(re.findall(r"(\d+) ([a-d])", summary.group(1))) == {str(n): a for n, a in answers.items()}
     letters = list(answers.values())
@@ -257,9 +269,10 @@ def width_units(text: str) -> int:
     return len(text) + len(CJK.findall(text))
 
 
+@pytest.mark.parametrize("kit", KITS)
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_the_cheat_sheet_stays_within_one_page_budget(language):
-    text = kit_file(language, "cheatsheet.md").read_text(encoding="utf-8")
+def test_the_cheat_sheet_stays_within_one_page_budget(language, kit):
+    text = kit_file(language, "cheatsheet.md", kit).read_text(encoding="utf-8")
     lines = text.splitlines()
     rows = [line for line in lines if line.startswith("|") and not set(line) <= set("|-: ")]
     measured = {
@@ -343,21 +356,24 @@ def sections(text: str) -> list[str]:
     return re.findall(r"^(#{1,3}) ", text, re.MULTILINE)
 
 
+@pytest.mark.parametrize("kit", KITS)
 @pytest.mark.parametrize("name", ["agenda.md", "cheatsheet.md", "exit_ticket.md", "exit_ticket_key.md"])
-def test_the_chinese_kit_covers_the_english(name):
-    english, chinese = KIT / name, ZH / name
-    assert chinese.exists(), f"workshop/zh/{name} is missing"
+def test_the_chinese_kit_covers_the_english(name, kit):
+    english, chinese = KIT / kit / name, ZH / kit / name
+    assert chinese.exists(), f"{chinese.relative_to(REPO)} is missing"
     en, zh = english.read_text(encoding="utf-8"), chinese.read_text(encoding="utf-8")
     assert sections(zh) == sections(en), f"{name}: the headings differ"
     assert len(re.findall(r"^\|", zh, re.MULTILINE)) == len(re.findall(r"^\|", en, re.MULTILINE)), (
         f"{name}: the tables have other rows"
     )
-    assert re.findall(r"\(\.\./\.\./notebooks/[^)]+\)", zh) == [
-        link.replace("(../notebooks/", "(../../notebooks/zh/") for link in re.findall(r"\(\.\./notebooks/[^)]+\)", en)
+    up = "../" * (1 + len(Path(kit).parts))  # from the English kit's folder to the repository root
+    assert re.findall(rf"\({re.escape('../' + up)}notebooks/[^)]+\)", zh) == [
+        link.replace(f"({up}notebooks/", f"(../{up}notebooks/zh/")
+        for link in re.findall(rf"\({re.escape(up)}notebooks/[^)]+\)", en)
     ], f"{name}: the zh version links other cells (or in another order) than the English, in notebooks/zh/"
     if name == "agenda.md":
-        assert [(r.clock, r.minutes, r.kind) for r in agenda("zh")[1]] == [
-            (r.clock, r.minutes, r.kind) for r in agenda("en")[1]
+        assert [(r.clock, r.minutes, r.kind) for r in agenda("zh", kit)[1]] == [
+            (r.clock, r.minutes, r.kind) for r in agenda("en", kit)[1]
         ]
     if name.startswith("exit_ticket"):
         assert {n: len(o) for n, o in questions(chinese).items()} == {n: len(o) for n, o in questions(english).items()}
@@ -382,11 +398,12 @@ def _anchors(path: Path) -> set[str]:
     return set(re.findall(r'<a id="([^"]+)"></a>', text)) | slugs
 
 
+@pytest.mark.parametrize("kit", KITS)
 @pytest.mark.parametrize("name", ["agenda.md", "cheatsheet.md", "exit_ticket.md", "exit_ticket_key.md"])
-def test_the_chinese_kit_links_reach_their_anchors(name):
-    path = ZH / name
+def test_the_chinese_kit_links_reach_their_anchors(name, kit):
+    path = ZH / kit / name
     if not path.exists():
-        pytest.fail(f"workshop/zh/{name} is missing")
+        pytest.fail(f"{path.relative_to(REPO)} is missing")
     for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text(encoding="utf-8")):
         if target.startswith(("http://", "https://", "mailto:")):
             continue
@@ -397,11 +414,12 @@ def test_the_chinese_kit_links_reach_their_anchors(name):
             assert anchor in _anchors(linked), f"{name}: no anchor #{anchor} in {linked.name}"
 
 
+@pytest.mark.parametrize("kit", KITS)
 @pytest.mark.parametrize("name", ["agenda.md", "cheatsheet.md", "exit_ticket.md", "exit_ticket_key.md"])
-def test_the_chinese_kit_follows_the_house_typography(name):
-    path = ZH / name
+def test_the_chinese_kit_follows_the_house_typography(name, kit):
+    path = ZH / kit / name
     if not path.exists():
-        pytest.fail(f"workshop/zh/{name} is missing")
+        pytest.fail(f"{path.relative_to(REPO)} is missing")
     text = path.read_text(encoding="utf-8")
     for code in re.finditer(r"`[^`\n]+`", text):
         before, after = text[code.start() - 1 : code.start()], text[code.end() : code.end() + 1]
@@ -456,3 +474,55 @@ def test_colab_badges_say_what_they_open(doc):
                         f"{doc}: a Colab link to student copies must name a release tag (`make release-student`): "
                         f"{ref}/{path}"
                     )
+
+
+# --------------------------------------------------------------------------- bold that GitHub really renders
+
+_FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+_CODE_SPAN = re.compile(r"(`+).+?\1", re.DOTALL)
+
+
+def _is_punctuation(char: str) -> bool:
+    return bool(char) and unicodedata.category(char)[0] in "PS"
+
+
+def _is_space(char: str) -> bool:
+    return not char or char.isspace()
+
+
+def literal_bold_markers(paragraph: str) -> list[str]:
+    """The ``**...**`` pairs of a paragraph that CommonMark (GitHub) shows as literal asterisks.
+
+    A ``**`` opens bold only when left-flanking and closes only when right-flanking: a closing ``**`` right
+    after punctuation must be followed by a space or punctuation. So ``**要点：**正文`` (full-width colon,
+    then a Chinese character) stays literal; ``**要点**：正文`` is bold. Code spans do not count.
+    """
+    text = _CODE_SPAN.sub(lambda m: m.group(1) + "x" * (len(m.group(0)) - 2 * len(m.group(1))) + m.group(1), paragraph)
+    runs = [m.start() for m in re.finditer(r"(?<!\*)\*\*(?!\*)", text)]
+    broken = []
+    for start, end in zip(runs[::2], runs[1::2], strict=False):
+        before, after = (text[start - 1] if start else ""), text[start + 2]
+        opens = not _is_space(after) and (not _is_punctuation(after) or _is_space(before) or _is_punctuation(before))
+        before, after = text[end - 1], (text[end + 2] if end + 2 < len(text) else "")
+        closes = not _is_space(before) and (not _is_punctuation(before) or _is_space(after) or _is_punctuation(after))
+        if not (opens and closes):
+            broken.append(text[start : end + 3])
+    return broken
+
+
+def test_the_bold_check_knows_the_flanking_rule():
+    assert literal_bold_markers("1. **保留句柄：**钩子") == ["**保留句柄：**钩"]
+    assert literal_bold_markers("**反向传播：**节点钩子 → **注册**：张量") == ["**反向传播：**节"]
+    assert literal_bold_markers("1. **保留句柄**：钩子；**Keep handles:** then") == []
+    assert literal_bold_markers("**保留句柄：**`handle.remove()`") == []  # a backtick is punctuation
+
+
+@pytest.mark.parametrize(
+    "doc", sorted(str(p.relative_to(REPO)) for p in KIT.rglob("*.md")) + ["README.md", "README.zh.md", "TEACHING.md"]
+)
+def test_bold_renders_as_bold_on_github(doc):
+    """No ``**`` of the kit or the READMEs shows as literal asterisks on GitHub (the Chinese cheat sheet once
+    had three: ``**…：**`` followed by a Chinese character)."""
+    text = _FENCE.sub("", (REPO / doc).read_text(encoding="utf-8"))
+    broken = [span for paragraph in re.split(r"\n\s*\n", text) for span in literal_bold_markers(paragraph)]
+    assert not broken, f"{doc}: bold shown as literal ** on GitHub (put the colon after the closing **): {broken}"

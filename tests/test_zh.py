@@ -93,7 +93,9 @@ def test_the_imports_cell_gains_only_the_language_line(path: Path) -> None:
 def test_outputs_lose_only_english_checker_lines() -> None:
     """A checker's ``✓``/``✗`` line is translated through the catalogue; every other output line is kept."""
     text = "a = 1\n✓ the model should still return logits\n✗ not solved yet: set `answer` in the exercise cell\n"
-    assert make_zh.localise_text(text) == "a = 1\n✓ 模型应仍然返回 logits\n✗ 还没有完成：在练习单元中给 `answer` 赋值\n"
+    assert make_zh.localise_text(text) == (
+        "a = 1\n✓ 模型应仍然返回 logits\n✗ 还没有完成：在练习单元格中给 `answer` 赋值\n"
+    )
     assert make_zh.localise_text("✓ a message with no translation yet\n") == "✓ a message with no translation yet\n"
     assert make_zh.localise_text("no mark: the model should still return logits") == (
         "no mark: the model should still return logits"
@@ -420,6 +422,13 @@ def test_the_explorer_is_not_called_a_web_browser() -> None:
 
 def test_the_clinic_is_always_the_mistakes_clinic() -> None:
     errors = _violations(lambda en, zh: ["bare 门诊 (write 错误门诊)"] * len(re.findall("(?<!错误)门诊", _prose(zh))))
+    assert not errors, "\n".join(errors)
+
+
+def test_a_notebook_cell_is_a_danyuange() -> None:
+    """A notebook cell is 单元格 (glossary); 单元 alone only in 单元测试 (unit test) and 死亡单元 (dead unit)."""
+    bare = re.compile("(?<!死亡)单元(?!格|测试)")
+    errors = _violations(lambda en, zh: ["bare 单元 (write 单元格)"] * len(bare.findall(_prose(zh))))
     assert not errors, "\n".join(errors)
 
 

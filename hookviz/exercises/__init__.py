@@ -23,26 +23,36 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 import re
 import sys
 import sysconfig
+import textwrap
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hookviz.i18n import tr
+from hookviz.i18n import get_language, tr
 
 __all__ = [
     "ExerciseNotSolved",
+    "ReturnRecorder",
+    "has_no_return",
     "call_learner_code",
     "checker",
     "describe_learner_error",
     "expect",
+    "learner_result",
     "learner_tracebacks",
+    "missing_return",
+    "missing_return_message",
     "passed",
     "raised_in_learner_code",
+    "wrap_feedback",
     "report_not_solved",
+    "short_traceback",
+    "short_tracebacks",
     "soft_checks",
     "soft_checks_enabled",
     "strict_checks",
@@ -81,6 +91,113 @@ def call_learner_code(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     except NotImplementedError as exc:
         raise ExerciseNotSolved(_NOT_SOLVED_YET) from exc
+
+
+# --------------------------------------------------------------------------- a forgotten `return`
+
+_NO_RETURN = "`{}` has no `return` statement, so calling it gives None"
+_RETURNED_NONE = "`{}` returned None"
+_ONLY_RETURN_MISSING = (
+    "If your code already computes the right value, only the `return` is missing: a value a function computes "
+    "but does not return is lost. End the function with `return <that value>`."
+)
+
+
+def _returns_a_value(fn: Any) -> bool | None:
+    """Whether ``fn``'s own body has a ``return <value>`` (nested functions and classes not counted).
+
+    ``None`` when it cannot be told: a lambda (it always returns its expression), a builtin, or code
+    whose source is not available.
+    """
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    if not inspect.isfunction(fn) or fn.__name__ == "<lambda>":
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    definition = tree.body[0] if tree.body else None
+    if not isinstance(definition, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    pending: list[ast.AST] = list(definition.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None:
+            if not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def has_no_return(fn: Any) -> bool:
+    """Whether the learner's ``fn`` certainly has no ``return <value>`` in its own body (so it gives None)."""
+    return _returns_a_value(fn) is False
+
+
+def missing_return_message(fn: Any, needed: str) -> str:
+    """The hint for a learner's ``fn`` that gave None where ``needed`` says what it should have given.
+
+    It names the slip (no ``return`` statement at all, or one path that returns None) before the
+    exercise's own requirement, so a learner whose computation is right is not sent to redo it.
+    """
+    name = getattr(fn, "__name__", "") or "your function"
+    if name == "<lambda>":
+        name = "your lambda"
+    returns = _returns_a_value(fn)
+    what = tr(_NO_RETURN).format(name) if returns is False else tr(_RETURNED_NONE).format(name)
+    if get_language() == "zh":  # full-width punctuation between the translated parts
+        return f"{what}：{tr(needed)}。{tr(_ONLY_RETURN_MISSING)}"
+    return f"{what}: {tr(needed)}. {tr(_ONLY_RETURN_MISSING)}"
+
+
+def missing_return(fn: Any, result: Any, needed: str) -> None:
+    """Raise :class:`ExerciseNotSolved` naming a forgotten ``return`` when the learner's ``fn`` gave None.
+
+    ``needed`` says what ``fn`` should give back (``"return the dict of shapes"``); nothing happens when
+    ``result`` is not None.
+    """
+    if result is None:
+        raise ExerciseNotSolved(missing_return_message(fn, needed))
+
+
+def learner_result(fn: Callable[..., Any], needed: str, *args: Any, **kwargs: Any) -> Any:
+    """Call the learner's ``fn`` (like :func:`call_learner_code`) for a value that must not be None.
+
+    A None result raises :class:`ExerciseNotSolved` that names the missing ``return``
+    (:func:`missing_return_message`); ``needed`` says what ``fn`` should give back.
+    """
+    result = call_learner_code(fn, *args, **kwargs)
+    missing_return(fn, result, needed)
+    return result
+
+
+class ReturnRecorder:
+    """Wraps a learner's hook, passing every call through and recording what it returned.
+
+    A checker registers the recorder in place of the hook; when the hook had to change something but
+    the change never arrived, :attr:`only_none` tells a forgotten ``return`` from a wrong computation.
+    """
+
+    def __init__(self, hook: Callable[..., Any]) -> None:
+        self.hook = hook
+        self.results: list[Any] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.hook(*args, **kwargs)
+        self.results.append(result)
+        return result
+
+    @property
+    def only_none(self) -> bool:
+        """Whether the hook ran and every call returned None."""
+        return bool(self.results) and all(result is None for result in self.results)
+
+    def expect_returned(self, needed: str) -> None:
+        """Raise the missing-``return`` hint when the hook ran and only ever returned None."""
+        if self.only_none:
+            raise ExerciseNotSolved(missing_return_message(self.hook, needed))
 
 
 # --------------------------------------------------------------------------- the learner's own errors
@@ -154,6 +271,21 @@ _HINTS: list[tuple[re.Pattern[str], str]] = [
         "a gradient returned by a hook must keep the shape and dtype of the one it received.",
     ),
     (
+        re.compile(r"cannot register a hook on a tensor that doesn't require gradient"),
+        "a hook can only be registered on a tensor that requires grad, and this one does not: it was created "
+        "without `requires_grad=True`, computed under `torch.no_grad()`, `.detach()`ed, or it is a frozen "
+        "parameter. Register the hook on a tensor that is part of the autograd graph (or call "
+        "`.requires_grad_()` on a leaf tensor first).",
+    ),
+    (
+        re.compile(
+            r"'NoneType' object (has no attribute|is not (subscriptable|iterable|callable))|"
+            r"cannot unpack non-iterable NoneType"
+        ),
+        "something is None where a value was expected: a function (or a hook factory) without `return` gives "
+        "None. Check that each function you wrote ends with `return ...`.",
+    ),
+    (
         re.compile(r"^name '(\w+)' is not defined"),
         "`{0}` is not defined where your function runs: a typo, or a name from another cell (the checker "
         "calls your function on models of its own; use the arguments it receives).",
@@ -189,12 +321,13 @@ def raised_in_learner_code(error: BaseException) -> bool:
 
 
 def _hint_for(error: BaseException) -> str:
-    """A hint for a common mistake, recognised by the error's message ('' when none fits)."""
+    """A hint for a common mistake, recognised by the error's message, in the learner's language ('' when
+    none fits)."""
     message = str(error)
     for pattern, hint in _HINTS:
         match = pattern.search(message)
         if match:
-            return hint.format(*match.groups())
+            return tr(hint.format(*match.groups()))
     return ""
 
 
@@ -203,12 +336,14 @@ def describe_learner_error(error: BaseException) -> str:
 
     The learner's frame is the innermost one of the traceback whose file is not part of hookviz, an
     installed package (torch...) or the standard library: a notebook cell (``<ipython-input-...>`` or
-    ``.../ipykernel_*/....py``) or a file of the learner's own.
+    ``.../ipykernel_*/....py``) or a file of the learner's own. Every sentence is in the learner's
+    language (:func:`~hookviz.i18n.tr`); the error itself (``NameError: name 'x' is not defined``) is
+    quoted as Python printed it, so that it can be searched for.
     """
     what = f"{type(error).__name__}: {error}".strip().rstrip(":")
     frame = _learner_frame(error)
     if frame is None:
-        text = (
+        text = tr(
             f"the check could not use what your code gave it ({what}). Compare what your function returns "
             "(and what your hook returns) with what the exercise asks for."
         )
@@ -220,9 +355,9 @@ def describe_learner_error(error: BaseException) -> str:
             if frame.name != "<module>"
             else (f"at line {frame.lineno} of {place}")
         )
-        text = f"your code raised {what}\n  {where}" + (f": `{code}`" if code else "")
+        text = tr(f"your code raised {what}") + "\n  " + tr(where + (f": `{code}`" if code else ""))
     hint = _hint_for(error)
-    return text + (f"\n  hint: {hint}" if hint else "")
+    return text + ("\n  " + tr(f"hint: {hint}") if hint else "")
 
 
 _Check = TypeVar("_Check", bound=Callable[..., None])
@@ -261,9 +396,32 @@ def learner_tracebacks(source: str) -> str:
     return re.sub(r"^(\s*)%xmode\s+Minimal\s*$", r"\1%xmode Context", source, flags=re.MULTILINE)
 
 
+#: Feedback lines are wrapped here, at spaces: JupyterLab wraps a long stream line anywhere, even mid-word.
+FEEDBACK_WIDTH = 96
+
+
+def wrap_feedback(text: str, width: int = FEEDBACK_WIDTH) -> str:
+    """``text`` with every line longer than ``width`` broken at spaces (never inside a word or a name);
+    continuation lines keep the line's indentation plus two spaces."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        indent = line[: len(line) - len(line.lstrip())]
+        out.extend(
+            textwrap.wrap(
+                line,
+                width,
+                subsequent_indent=indent + "  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            or [line]
+        )
+    return "\n".join(out)
+
+
 def report_not_solved(error: ExerciseNotSolved) -> None:
-    """Print the line a soft check shows instead of raising: ``✗`` and the checker's hint."""
-    print(f"{NOT_SOLVED_MARK} {error}")
+    """Print the line a soft check shows instead of raising: ``✗`` and the checker's hint (wrapped at spaces)."""
+    print(wrap_feedback(f"{NOT_SOLVED_MARK} {error}"))
 
 
 # The statement a soft check wraps around a top-level `check_...(...)` call. `__import__` keeps it
@@ -307,6 +465,72 @@ def _shell() -> Any:
     return ipython.get_ipython() if ipython is not None else None
 
 
+def _place_of(shell: Any, filename: str) -> str:
+    """``Cell In[3]`` for a notebook cell (as IPython names it), else the file's name."""
+    named = shell.compile.format_code_name(filename) if shell is not None and hasattr(shell, "compile") else None
+    return " ".join(named) if named else Path(filename).name
+
+
+def _library_of(filename: str) -> str:
+    """The package a library frame belongs to (``torch``, ``hookviz``), or ``Python`` for the standard library."""
+    parts = Path(filename).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            return parts[parts.index(marker) + 1].removesuffix(".py")
+    if "hookviz" in parts:
+        return "hookviz"
+    return "Python"
+
+
+def short_traceback(error: BaseException, shell: Any = None) -> list[str]:
+    """The lines of a short traceback of ``error``: the learner's own frames with their code, library frames
+    folded into one line each run (``… 7 frames inside torch …``), then ``Type: message``."""
+    lines = ["Traceback (your code; frames inside libraries folded):"]
+    folded: list[str] = []
+
+    def fold() -> None:
+        if folded:
+            libraries = ", ".join(dict.fromkeys(folded))
+            lines.append(f"  … {len(folded)} frame{'s' if len(folded) > 1 else ''} inside {libraries} …")
+            folded.clear()
+
+    for frame in traceback.extract_tb(error.__traceback__):
+        if _is_learner_file(frame.filename):
+            fold()
+            where = f"in {frame.name}" if frame.name != "<module>" else ""
+            lines.append(f"  {_place_of(shell, frame.filename)}, line {frame.lineno} {where}".rstrip())
+            if frame.line:
+                lines.append(f"    {frame.line.strip()}")
+        elif len(lines) > 1 or _library_of(frame.filename) != "IPython":  # IPython's own call into the cell: left out
+            folded.append(_library_of(frame.filename))
+    fold()
+    lines.append(f"{type(error).__name__}: {error}".rstrip().rstrip(":"))
+    return lines
+
+
+def _short_handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: int | None = None) -> list[str]:
+    """IPython's custom exception handler: show :func:`short_traceback` as the cell's error."""
+    stb = short_traceback(value, shell)
+    shell._showtraceback(etype, value, stb)
+    return stb
+
+
+def short_tracebacks(on: bool = True) -> None:
+    """Show errors as short tracebacks from the next cell on (``on=False``: IPython's own again).
+
+    A short traceback keeps the lines of the learner's own cells that led to the error and folds the
+    frames inside PyTorch and other libraries into one line, so a pitfall cell meant to fail shows a
+    few lines, not fifty. Outside IPython it does nothing.
+    """
+    shell = _shell()
+    if shell is None:
+        return
+    if on:
+        shell.set_custom_exc((Exception,), _short_handler)
+    else:
+        shell.set_custom_exc((), None)
+
+
 def soft_checks_enabled() -> bool:
     """Whether soft checks are on in the running IPython kernel."""
     shell = _shell()
@@ -327,6 +551,7 @@ def strict_checks() -> None:
     shell = _shell()
     if shell is not None:
         _remove_soft_transformer(shell)
+        short_tracebacks(False)
         shell.run_line_magic("xmode", "Context")
 
 

@@ -9,14 +9,24 @@ with a hint. Checkers never print a solution.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, expect, passed
-from hookviz.hooks_table import list_hooks
+from hookviz.exercises import (
+    ExerciseNotSolved,
+    call_learner_code,
+    checker,
+    expect,
+    has_no_return,
+    missing_return,
+    passed,
+)
+from hookviz.hooks_table import HookTable, list_global_hooks, list_hooks
+from hookviz.i18n import tr
 from hookviz.transformer import TinyTransformer, load_tiny_transformer, make_tiny_batch
 
 __all__ = ["check_attention_weights", "check_patch_position", "check_logit_lens"]
@@ -29,16 +39,64 @@ def _models() -> list[tuple[str, TinyTransformer]]:
     """The trained tiny transformer and an untrained one with four heads (so no answer is hard-coded)."""
     torch.manual_seed(12)
     other = TinyTransformer(d_model=16, nhead=4, dim_feedforward=32).eval()
-    return [("the tiny transformer", load_tiny_transformer()), ("a 4-head model", other)]
+    # The names go into the hints, so they are shown in the learner's language too.
+    return [(tr("the tiny transformer"), load_tiny_transformer()), (tr("a 4-head model"), other)]
 
 
-def _expect_no_hooks(model: nn.Module, what: str) -> None:
+def _expect_no_hooks(model: nn.Module, what: str, before: set[tuple[str, int]]) -> None:
     left = [row for row in list_hooks(model, include_global=False) if row.kind.startswith(("forward", "backward"))]
     expect(
         not left,
         f"{len(left)} hook(s) are still attached after {what} (on {', '.join(sorted({r.where for r in left}))}); "
         "keep every handle and remove it in a `finally:` block",
     )
+    expect_no_new_global_hooks(before, what)
+
+
+# The global module hooks a learner might register (forward and backward; not the registration hooks).
+_GLOBAL_KINDS = (
+    "global_forward_pre",
+    "global_forward",
+    "global_backward_pre",
+    "global_backward",
+    "global_backward_legacy",
+)
+
+
+def global_hook_ids() -> set[tuple[str, int]]:
+    """The ``(kind, id)`` of every global module hook registered now, read through the inspector."""
+    return {(row.kind, row.hook_id) for row in list_global_hooks(optimizer=False) if row.kind in _GLOBAL_KINDS}
+
+
+def expect_no_new_global_hooks(before: set[tuple[str, int]], what: str) -> None:
+    """Fail when ``what`` left a global module hook that was not registered ``before`` it ran."""
+    new = sorted(kind for kind, _ in global_hook_ids() - before)
+    expect(
+        not new,
+        f"{len(new)} global module hook(s) ({', '.join(new)}) are still registered after {what}: they run for "
+        "every module of every model in this process. Keep the handle of register_module_*_hook and remove it in "
+        "a `finally:` block.",
+    )
+
+
+def remove_new_global_hooks(before: set[tuple[str, int]]) -> None:
+    """Remove the global module hooks registered since ``before`` (a leaked one would slow every later cell)."""
+    HookTable(
+        row
+        for row in list_global_hooks(optimizer=False)
+        if row.kind in _GLOBAL_KINDS and (row.kind, row.hook_id) not in before
+    ).remove()
+
+
+@contextmanager
+def _global_hooks_removed_after() -> Iterator[set[tuple[str, int]]]:
+    """Yield the global module hooks registered now; on exit remove any added since, and restore the fast path."""
+    before, fastpath = global_hook_ids(), torch.backends.mha.get_fastpath_enabled()
+    try:
+        yield before
+    finally:
+        remove_new_global_hooks(before)
+        torch.backends.mha.set_fastpath_enabled(fastpath)
 
 
 def _layer_outputs(model: TinyTransformer, tokens: Tensor) -> tuple[Tensor, list[Tensor], list[Tensor]]:
@@ -72,6 +130,11 @@ def _fast_path_taken(model: TinyTransformer, tokens: Tensor) -> bool:
 @checker
 def check_attention_weights(fn: Callable[..., Any]) -> None:
     """Check ``attention_weights(model, tokens, layer_index)`` -> per-head weights ``(N, heads, L, L)``."""
+    with _global_hooks_removed_after() as before:
+        _check_attention_weights(fn, before)
+
+
+def _check_attention_weights(fn: Callable[..., Any], before: set[tuple[str, int]]) -> None:
     for name, model in _models():
         tokens, _ = make_tiny_batch(5, seed=21)
         _, inputs, _ = _layer_outputs(model, tokens)
@@ -81,7 +144,9 @@ def check_attention_weights(fn: Callable[..., Any]) -> None:
                 x = inputs[index]
                 _, want = attn(x, x, x, need_weights=True, average_attn_weights=False)
             got = call_learner_code(fn, model, tokens, index)
-            _expect_no_hooks(model, "attention_weights(...)")
+            _expect_no_hooks(model, "attention_weights(...)", before)
+            if has_no_return(fn):
+                missing_return(fn, got, "attention_weights should return the captured weights")
             expect(
                 got is not None,
                 "attention_weights returned None: the layer calls its attention with need_weights=False; "
@@ -105,6 +170,12 @@ def check_attention_weights(fn: Callable[..., Any]) -> None:
                 f"({heads} heads); keep the weights of encoder.layers[{index}].self_attn, for this call",
             )
         expect(not model.training, "attention_weights left the model in training mode")
+        expect(
+            torch.backends.mha.get_fastpath_enabled(),
+            "torch.backends.mha.set_fastpath_enabled(False) is still in effect after attention_weights: every "
+            "transformer layer in this process now skips its fused fast path. The hooks on self_attn switch it off "
+            "for their own layer already; if you turn it off yourself, turn it back on in a `finally:` block.",
+        )
         expect(
             _fast_path_taken(model, tokens),
             "after attention_weights the layers no longer take the fused fast path: a hook is still attached",
@@ -131,6 +202,11 @@ def _patched_reference(model: TinyTransformer, clean: Tensor, corrupt: Tensor, l
 @checker
 def check_patch_position(fn: Callable[..., Any]) -> None:
     """Check ``patch_position(model, clean, corrupt, layer_index, position)`` -> patched logits."""
+    with _global_hooks_removed_after() as before:
+        _check_patch_position(fn, before)
+
+
+def _check_patch_position(fn: Callable[..., Any], before: set[tuple[str, int]]) -> None:
     for name, model in _models():
         clean, _ = make_tiny_batch(6, seed=31)
         corrupt = clean.clone()
@@ -140,7 +216,8 @@ def check_patch_position(fn: Callable[..., Any]) -> None:
             clean_logits = model(clean)
         for layer, position in [(0, 5), (1, 5), (0, 2)]:
             got = call_learner_code(fn, model, clean, corrupt, layer, position)
-            _expect_no_hooks(model, "patch_position(...)")
+            _expect_no_hooks(model, "patch_position(...)", before)
+            missing_return(fn, got, "patch_position should return the logits")
             expect(isinstance(got, Tensor), f"patch_position should return the logits, got {type(got).__name__}")
             want = _patched_reference(model, clean, corrupt, layer, position)
             expect(
@@ -151,8 +228,9 @@ def check_patch_position(fn: Callable[..., Any]) -> None:
             if not torch.allclose(got, want, atol=1e-4, rtol=1e-4):
                 if torch.allclose(got, corrupt_logits, atol=1e-4, rtol=1e-4):
                     raise ExerciseNotSolved(
-                        "these are the corrupted run's logits, unpatched: a forward hook changes the output only "
-                        "by returning the new tensor"
+                        "these are the corrupted run's logits, unpatched: your hook changed a copy of the output (or "
+                        "rebound the name) and returned None. Return the patched tensor (or assign into the output "
+                        "itself, in place)"
                     )
                 if torch.allclose(got, clean_logits, atol=1e-4, rtol=1e-4):
                     raise ExerciseNotSolved(
@@ -171,11 +249,17 @@ def check_patch_position(fn: Callable[..., Any]) -> None:
 @checker
 def check_logit_lens(fn: Callable[..., Any]) -> None:
     """Check ``logit_lens(model, tokens)`` -> one ``(N, L, vocab)`` logits tensor per encoder layer."""
+    with _global_hooks_removed_after() as before:
+        _check_logit_lens(fn, before)
+
+
+def _check_logit_lens(fn: Callable[..., Any], before: set[tuple[str, int]]) -> None:
     for name, model in _models():
         tokens, _ = make_tiny_batch(7, seed=41)
         logits, _, outputs = _layer_outputs(model, tokens)
         got = call_learner_code(fn, model, tokens)
-        _expect_no_hooks(model, "logit_lens(...)")
+        _expect_no_hooks(model, "logit_lens(...)", before)
+        missing_return(fn, got, "logit_lens should return a list of tensors (one per layer)")
         expect(
             isinstance(got, (list, tuple)) and all(isinstance(t, Tensor) for t in got),
             f"logit_lens should return a list of tensors (one per layer), got {type(got).__name__}",
