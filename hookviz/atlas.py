@@ -1,0 +1,1286 @@
+"""The hook atlas: how every hook kind of :mod:`hookviz.catalogue` behaves, measured by probes that run.
+
+Each hook kind gets a *rig* (:class:`Rig`): small objects of its own (a tiny module, a leaf tensor, an
+optimizer ...), a way to attach one hook of that kind, and a *trigger* (the forward pass, the backward
+pass, ``state_dict()``, ``optimizer.step()`` ...). A *situation* (:class:`Situation`) runs the trigger
+in one setting taken from six categories:
+
+- ``lifecycle``: what happens to the objects the hook is attached to (deep copy, ``eval()``, frozen
+  parameters, loading a state dict);
+- ``shapes``: what the hooked call takes and gives (tuple / dict / ``None`` outputs, non-tensor and
+  keyword arguments);
+- ``repetition``: the trigger run twice, the hook registered twice, the module used twice in one pass;
+- ``timing``: when registration and removal take effect (a hook that removes itself, or another hook,
+  or adds a hook, while the trigger runs);
+- ``failure``: an exception in the hook or in the hooked call;
+- ``context``: ``no_grad``, ``inference_mode``, autocast, checkpointing, ``torch.func``, ``torch.jit.trace``.
+
+Every probe runs twice, once with a hook that only records its calls and once with a hook that
+returns a replacement, and yields an :class:`Entry`: whether the hook fired, how many times, what it
+received (types and shapes, never values), what its return value changed, the error the trigger
+raised (if any) and the torch version it was measured on. :func:`run_atlas` runs them all (a few
+seconds on one CPU thread); nothing printed depends on float rounding, the CPU or the build.
+
+The probes register hooks only on objects they build themselves, remove every hook on every exit path
+(global hooks included), and restore the global state they touch (the DDP probe's process group).
+
+:class:`AtlasTable` is the searchable table as a plain state object (a query and two filters over the
+entries, rendered as HTML or Markdown); :func:`atlas_widget` is the thin ipywidgets view over it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import html
+import json
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from hookviz.catalogue import HOOK_KINDS, hook_kind
+from hookviz.text import closest_hint
+
+__all__ = [
+    "CATEGORIES",
+    "SNAPSHOT_DIR",
+    "TAUGHT",
+    "TAUGHT_HERE",
+    "AtlasTable",
+    "AtlasWidget",
+    "Entry",
+    "Rig",
+    "Situation",
+    "atlas_widget",
+    "diff_atlases",
+    "entries_by_key",
+    "load_snapshot",
+    "merge_versions",
+    "probe",
+    "rig_for",
+    "run_atlas",
+    "situations",
+    "stored_versions",
+    "summarize",
+    "teaching_links",
+    "torch_version",
+    "write_snapshot",
+]
+
+CATEGORIES = ("lifecycle", "shapes", "repetition", "timing", "failure", "context")
+"""The six situation categories, in the order the atlas lists them."""
+
+SNAPSHOT_DIR = Path(__file__).resolve().parent / "assets" / "atlas"
+"""Where the stored atlases live, one JSON file per torch version (``atlas-torch-2.13.0.json``)."""
+
+NOT_APPLICABLE = "-"
+
+
+def torch_version() -> str:
+    """The running torch's version without the local build label (``"2.13.0"``, not ``"2.13.0+cpu"``)."""
+    return torch.__version__.split("+")[0]
+
+
+# ---------------------------------------------------------------------------------------------- summaries
+def summarize(value: Any, depth: int = 0) -> str:
+    """What a hook received, as types and shapes only (``"(Linear, (Tensor[2, 3],), Tensor[2, 3])"``).
+
+    Tensors show their shape (and dtype unless float32), containers are opened two levels deep, and
+    everything else shows its type name, or its value for small numbers, strings and booleans.
+    """
+    if isinstance(value, torch.Tensor):
+        dtype = "" if value.dtype == torch.float32 else f" {str(value.dtype).replace('torch.', '')}"
+        kind = "Parameter" if isinstance(value, nn.Parameter) else "Tensor"
+        return f"{kind}{list(value.shape)}{dtype}"
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 12 else "str"
+    if depth >= 2:
+        return type(value).__name__
+    if isinstance(value, tuple):
+        inner = ", ".join(summarize(v, depth + 1) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        if len(value) > 4:
+            return f"list[{len(value)}]"
+        return "[" + ", ".join(summarize(v, depth + 1) for v in value) + "]"
+    if isinstance(value, dict):
+        if len(value) > 3:
+            return f"dict[{len(value)} keys]"
+        return "{" + ", ".join(f"{k!s}: {summarize(v, depth + 1)}" for k, v in value.items()) + "}"
+    return type(value).__name__
+
+
+def _fingerprint(value: Any) -> Any:
+    """A comparable, exact copy of a trigger's result (tensors become nested lists)."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", str(value.dtype), value.detach().float().tolist())
+    if isinstance(value, (tuple, list)):
+        return tuple(_fingerprint(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((str(k), _fingerprint(v)) for k, v in value.items())
+    return value
+
+
+# ---------------------------------------------------------------------------------------------- recorders
+class _Recorder:
+    """The hook under study: records a summary of each call, then returns what ``behaviour`` gives."""
+
+    def __init__(self, behaviour: Callable[[tuple[Any, ...]], Any]) -> None:
+        self.calls: list[str] = []
+        self.behaviour = behaviour
+        self.muted = False
+        self.before: Callable[[], None] | None = None  # run on the first call (timing situations)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Recorder:
+        # A plain function hook is shared by copy.deepcopy (functions are copied by reference); the
+        # recorder behaves the same, so that a deep copy's calls are counted here.
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.muted:
+            self.calls.append(summarize(args) + (f" + kwargs {summarize(kwargs)}" if kwargs else ""))
+        if self.before is not None:
+            before, self.before = self.before, None
+            before()
+        return self.behaviour(args)
+
+
+# ---------------------------------------------------------------------------------------------- rigs
+@dataclass
+class Rig:
+    """How to attach one hook kind to small objects of its own and make it fire.
+
+    Subclasses implement :meth:`build` (fresh objects, a dict), :meth:`attach` (register ``hook``,
+    return a function that removes it) and :meth:`trigger` (run the operation once, return what a
+    hook's return value could change). ``result`` names that thing for the atlas
+    (``"the module's output"``).
+    """
+
+    kind: str
+    result: str = "the result"
+    handle: bool = True
+    copyable: bool = True
+    returns: bool = True
+    module_rig: bool = False
+
+    def build(self, variant: str = "plain") -> dict[str, Any]:
+        """Fresh objects for one probe; ``variant`` selects a module-shape situation (module rigs)."""
+        raise NotImplementedError
+
+    def attach(self, world: dict[str, Any], hook: Callable[..., Any]) -> Callable[[], None]:
+        """Register ``hook`` (this rig's kind) on ``world``'s objects; return what removes it."""
+        raise NotImplementedError
+
+    def trigger(self, world: dict[str, Any]) -> Any:
+        """Run the operation that fires the hook once; return what a hook's return could change."""
+        raise NotImplementedError
+
+    def deep_copy(self, world: dict[str, Any]) -> dict[str, Any]:
+        """A world whose hooked object is a ``copy.deepcopy`` of ``world``'s."""
+        raise NotImplementedError
+
+    def passthrough(self, args: tuple[Any, ...]) -> Any:
+        """What the recording hook returns (``None`` unless the kind requires a value)."""
+        return None
+
+    def replacement(self, args: tuple[Any, ...]) -> Any:
+        """What the replacing hook returns: a different value of the kind the hook may return."""
+        return None
+
+
+def _zeros_like_all(values: Any) -> Any:
+    if isinstance(values, torch.Tensor):
+        return torch.zeros_like(values)
+    if isinstance(values, (tuple, list)):
+        return type(values)(_zeros_like_all(v) for v in values)
+    return values
+
+
+def _tensors_in(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors_in(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors_in(v)]
+    return []
+
+
+class _Toy(nn.Module):
+    """The module under study: one ``Linear(3, 3)``; ``shape`` selects what forward returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.shape = "tensor"
+
+    def forward(self, x: torch.Tensor, scale: Any = 1.0) -> Any:
+        if self.shape == "raises":
+            raise ValueError("forward failed")
+        y = self.linear(x) * (scale if isinstance(scale, float) else 1.0)
+        if self.shape == "tuple":
+            return y, y * 2
+        if self.shape == "dict":
+            return {"y": y}
+        if self.shape == "none":
+            return None
+        return y
+
+
+_MODULE_REGISTER = {
+    "forward_pre": lambda m, h: m.register_forward_pre_hook(h),
+    "forward": lambda m, h: m.register_forward_hook(h),
+    "backward_pre": lambda m, h: m.register_full_backward_pre_hook(h),
+    "backward": lambda m, h: m.register_full_backward_hook(h),
+    "backward_legacy": lambda m, h: m.register_backward_hook(h),
+    "global_forward_pre": lambda m, h: nn.modules.module.register_module_forward_pre_hook(h),
+    "global_forward": lambda m, h: nn.modules.module.register_module_forward_hook(h),
+    "global_backward_pre": lambda m, h: nn.modules.module.register_module_full_backward_pre_hook(h),
+    "global_backward": lambda m, h: nn.modules.module.register_module_full_backward_hook(h),
+    "global_backward_legacy": lambda m, h: nn.modules.module.register_module_backward_hook(h),
+}
+
+#: The module-shape variants of the module rigs: (category, situation name, question).
+MODULE_VARIANTS: tuple[tuple[str, str, str], ...] = (
+    ("lifecycle", "eval", "the module is in eval() mode"),
+    ("lifecycle", "frozen", "all parameters have requires_grad=False (the input still requires grad)"),
+    ("lifecycle", "frozen_no_input_grad", "frozen parameters and an input that does not require grad"),
+    ("lifecycle", "loaded", "load_state_dict() from another model after the hook was registered"),
+    ("shapes", "tuple_output", "forward returns a tuple of two tensors"),
+    ("shapes", "dict_output", "forward returns a dict of tensors"),
+    ("shapes", "none_output", "forward returns None"),
+    ("shapes", "keyword_argument", "the module is called as module(x, scale=2.0)"),
+    ("shapes", "non_tensor_argument", "a non-tensor positional argument: module(x, 'tag')"),
+    ("repetition", "called_twice_in_one_pass", "the same module is applied twice: module(module(x))"),
+    ("failure", "forward_raises", "the module's forward raises"),
+    ("context", "inference_mode", "forward under torch.inference_mode()"),
+    ("context", "autocast_bf16", "forward under torch.autocast('cpu', dtype=torch.bfloat16)"),
+    ("context", "checkpoint", "torch.utils.checkpoint.checkpoint(module, x, use_reentrant=False)"),
+    ("context", "checkpoint_reentrant", "torch.utils.checkpoint.checkpoint(module, x, use_reentrant=True)"),
+    ("context", "functional_call", "torch.func.functional_call(module, params, (x,))"),
+    ("context", "func_grad", "torch.func.grad over functional_call (gradient w.r.t. x)"),
+    ("context", "jit_trace", "calling torch.jit.trace(module, x) (hooks counted after tracing)"),
+    ("context", "autograd_grad_params", "torch.autograd.grad(loss, params) (no .backward(), no input grad)"),
+)
+
+
+@dataclass
+class _ModuleRig(Rig):
+    """Module and global-module forward / backward kinds, on a :class:`_Toy`."""
+
+    backward: bool = False
+    module_rig: bool = True
+
+    def build(self, variant: str = "plain") -> dict[str, Any]:
+        generator = torch.Generator().manual_seed(0)
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = _Toy()
+        x = torch.randn(2, 3, generator=generator, requires_grad=self.backward)
+        shapes = {"tuple_output": "tuple", "dict_output": "dict", "none_output": "none", "forward_raises": "raises"}
+        model.shape = shapes.get(variant, "tensor")
+        if variant == "eval":
+            model.eval()
+        if variant in ("frozen", "frozen_no_input_grad"):
+            model.requires_grad_(False)
+        if variant in ("frozen_no_input_grad", "autograd_grad_params"):
+            x = x.detach()
+        return {"model": model, "x": x, "variant": variant, "recorders": []}
+
+    def attach(self, world: dict[str, Any], hook: Callable[..., Any]) -> Callable[[], None]:
+        world["recorders"].append(hook)
+        if self.kind.startswith("global_backward"):
+            world.setdefault("global_flag", getattr(nn.modules.module, _FLAG, None))
+        return _MODULE_REGISTER[self.kind](world["model"], hook).remove
+
+    def deep_copy(self, world: dict[str, Any]) -> dict[str, Any]:
+        return {**world, "model": copy.deepcopy(world["model"])}
+
+    def _forward(self, world: dict[str, Any]) -> Any:
+        model, x, variant = world["model"], world["x"], world["variant"]
+        if variant == "keyword_argument":
+            return model(x, scale=2.0)
+        if variant == "non_tensor_argument":
+            return model(x, "tag")
+        if variant == "called_twice_in_one_pass":
+            return model(model(x))
+        if variant == "inference_mode":
+            with torch.inference_mode():
+                return model(x)
+        if variant == "autocast_bf16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return model(x)
+        if variant in ("checkpoint", "checkpoint_reentrant"):
+            from torch.utils.checkpoint import checkpoint
+
+            return checkpoint(model, x, use_reentrant=variant == "checkpoint_reentrant")
+        if variant == "functional_call":
+            return torch.func.functional_call(model, dict(model.named_parameters()), (x,))
+        if variant == "jit_trace":
+            for recorder in world["recorders"]:
+                recorder.muted = True
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    traced = torch.jit.trace(model, (x,), check_trace=False)
+            finally:
+                for recorder in world["recorders"]:
+                    recorder.muted = False
+            return traced(x)
+        if variant == "loaded":
+            with torch.random.fork_rng():
+                torch.manual_seed(1)
+                other = _Toy()
+            model.load_state_dict(other.state_dict())
+        return model(x)
+
+    def trigger(self, world: dict[str, Any]) -> Any:
+        model, x, variant = world["model"], world["x"], world["variant"]
+        if variant == "func_grad":
+            params = {k: v.detach() for k, v in model.named_parameters()}
+
+            def loss(inp: torch.Tensor) -> torch.Tensor:
+                return torch.func.functional_call(model, params, (inp,)).sum()
+
+            return torch.func.grad(loss)(x.detach())
+        out = self._forward(world)
+        # Forward kinds need no backward, except under checkpointing, whose backward re-runs forward.
+        if not self.backward and not variant.startswith("checkpoint"):
+            return out
+        tensors = _tensors_in(out)
+        if not tensors:
+            return out
+        loss = sum(t.float().sum() for t in tensors)
+        if variant == "autograd_grad_params":
+            return torch.autograd.grad(loss, list(model.parameters()))
+        x.grad = None
+        for p in model.parameters():
+            p.grad = None
+        loss.backward()
+        if not self.backward:
+            return out
+        return x.grad, model.linear.weight.grad
+
+    def passthrough(self, args: tuple[Any, ...]) -> Any:
+        return None
+
+    def replacement(self, args: tuple[Any, ...]) -> Any:
+        if self.kind.endswith("forward_pre"):
+            return _zeros_like_all(args[1])
+        if self.kind.endswith("forward"):
+            return _zeros_like_all(args[2])
+        if self.kind.endswith("backward_pre"):
+            return _zeros_like_all(args[1])
+        return _zeros_like_all(args[1])  # backward, backward_legacy: a replacement grad_input
+
+
+@dataclass
+class _TensorRig(Rig):
+    """``tensor``, ``post_accumulate_grad``, ``node_pre``, ``node`` and ``multi_grad`` on a tiny graph."""
+
+    def build(self, variant: str = "plain") -> dict[str, Any]:
+        w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        v = torch.tensor([4.0, 5.0, 6.0], requires_grad=True)
+        y = w * v
+        return {"w": w, "v": v, "y": y, "loss": y.sum()}
+
+    def attach(self, world: dict[str, Any], hook: Callable[..., Any]) -> Callable[[], None]:
+        w, v, y = world["w"], world["v"], world["y"]
+        if self.kind == "tensor":
+            return w.register_hook(hook).remove
+        if self.kind == "post_accumulate_grad":
+            return w.register_post_accumulate_grad_hook(hook).remove
+        if self.kind == "node_pre":
+            return y.grad_fn.register_prehook(hook).remove
+        if self.kind == "node":
+            return y.grad_fn.register_hook(hook).remove
+        return torch.autograd.graph.register_multi_grad_hook((w, v), hook).remove
+
+    def deep_copy(self, world: dict[str, Any]) -> dict[str, Any]:
+        w = copy.deepcopy(world["w"])
+        y = w * world["v"]
+        return {**world, "w": w, "y": y, "loss": y.sum()}
+
+    def trigger(self, world: dict[str, Any]) -> Any:
+        w, v = world["w"], world["v"]
+        w.grad = v.grad = None
+        world["loss"].backward(retain_graph=True)
+        return w.grad, v.grad
+
+    def replacement(self, args: tuple[Any, ...]) -> Any:
+        if self.kind == "node":
+            return _zeros_like_all(args[0])
+        return _zeros_like_all(args[0])
+
+
+@dataclass
+class _StateDictRig(Rig):
+    """Module ``state_dict`` / ``load_state_dict`` hooks on ``Sequential(Linear(3, 2))``."""
+
+    def build(self, variant: str = "plain") -> dict[str, Any]:
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = nn.Sequential(nn.Linear(3, 2))
+            source = nn.Sequential(nn.Linear(3, 2))
+        return {"model": model, "saved": source.state_dict()}
+
+    def attach(self, world: dict[str, Any], hook: Callable[..., Any]) -> Callable[[], None]:
+        model = world["model"]
+        register = {
+            "state_dict_pre": model.register_state_dict_pre_hook,
+            "state_dict_post": model.register_state_dict_post_hook,
+            "load_state_dict_pre": model.register_load_state_dict_pre_hook,
+            "load_state_dict_post": model.register_load_state_dict_post_hook,
+        }[self.kind]
+        return register(hook).remove
+
+    def deep_copy(self, world: dict[str, Any]) -> dict[str, Any]:
+        return {**world, "model": copy.deepcopy(world["model"])}
+
+    def trigger(self, world: dict[str, Any]) -> Any:
+        model = world["model"]
+        if self.kind.startswith("load"):
+            result = model.load_state_dict(world["saved"])
+            return model[0].weight, tuple(result.missing_keys), tuple(result.unexpected_keys)
+        return tuple(model.state_dict())
+
+    def replacement(self, args: tuple[Any, ...]) -> Any:
+        if self.kind == "state_dict_post":
+            return {"replaced": torch.zeros(1)}
+        if self.kind == "load_state_dict_pre":
+            return {}
+        if self.kind == "load_state_dict_post":
+            return "replaced"
+        return "replaced"
+
+
+@dataclass
+class _RegistrationRig(Rig):
+    """Global module / parameter / buffer registration hooks on an empty ``nn.Module``."""
+
+    def build(self, variant: str = "plain") -> dict[str, Any]:
+        return {"holder": nn.Module(), "child": nn.Identity(), "param": nn.Parameter(torch.zeros(2)),
+                "buffer": torch.zeros(2)}
+
+    def attach(self, world: dict[str, Any], hook: Callable[..., Any]) -> Callable[[], None]:
+        register = {
+            "global_module_registration": nn.modules.module.register_module_module_registration_hook,
+            "global_parameter_registration": nn.modules.module.register_module_parameter_registration_hook,
+            "global_buffer_registration": nn.modules.module.register_module_buffer_registration_hook,
+        }[self.kind]
+        return register(hook).remove
+
+    def deep_copy(self, world: dict[str, Any]) -> dict[str, Any]:
+        return {**world, "holder": copy.deepcopy(world["holder"])}
+
+    def trigger(self, world: dict[str, Any]) -> Any:
+        holder = world["holder"]
+        if self.kind == "global_module_registration":
+            holder.add_module("child", world["child"])
+            return type(holder.child).__name__
+        if self.kind == "global_parameter_registration":
+            holder.register_parameter("param", world["param"])
+            return summarize(holder.param)
+        holder.register_buffer("buffer", world["buffer"])
+        return summarize(holder.buffer)
+
+    def replacement(self, args: tuple[Any, ...]) -> Any:
+        if self.kind == "global_module_registration":
+            return nn.Tanh()
+        if self.kind == "global_parameter_registration":
+            return nn.Parameter(torch.zeros(5))
+        return torch.zeros(7)
+
+
+@dataclass
+class _SavedTensorsRig(Rig):
+    """``saved_tensors`` (pack hook under study) and ``saved_tensors_on_cpu`` (its pack hook wrapped)."""
+
+    handle: bool = False
+
+    def build(self, variant: str = "plain") -> dict[str, Any]:
+        w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        return {"w": w, "contexts": []}
+
+    def attach(self, world: dict[str, Any], hook: Callable[..., Any]) -> Callable[[], None]:
+        if self.kind == "saved_tensors":
+            manager = torch.autograd.graph.saved_tensors_hooks(hook, lambda packed: packed)
+        else:
+            manager = torch.autograd.graph.save_on_cpu()
+            original = manager.pack_hook
+
+            def pack(tensor: torch.Tensor) -> Any:
+                hook(tensor)
+                return original(tensor)
+
+            manager.pack_hook = pack
+        world["contexts"].append(manager)
+        return lambda: world["contexts"].remove(manager) if manager in world["contexts"] else None
+
+    def deep_copy(self, world: dict[str, Any]) -> dict[str, Any]:
+        return {**world, "w": copy.deepcopy(world["w"])}
+
+    def trigger(self, world: dict[str, Any]) -> Any:
+        w = world["w"]
+        with contextlib.ExitStack() as stack:
+            for manager in list(world["contexts"]):
+                stack.enter_context(manager)
+            loss = (w * w).sum()
+        w.grad = None
+        loss.backward()
+        return w.grad
+
+    def passthrough(self, args: tuple[Any, ...]) -> Any:
+        return args[0]
+
+    def replacement(self, args: tuple[Any, ...]) -> Any:
+        return torch.zeros_like(args[0])
+
+
+@dataclass
+class _OptimizerRig(Rig):
+    """Optimizer step / state_dict hooks (one optimizer or every optimizer) on ``SGD([p], lr=0.1)``."""
+
+    def build(self, variant: str = "plain") -> dict[str, Any]:
+        p = nn.Parameter(torch.tensor([1.0, 2.0]))
+        optimizer = torch.optim.SGD([p], lr=0.1)
+        saved = copy.deepcopy(optimizer.state_dict())
+        saved["param_groups"][0]["lr"] = 0.5
+        return {"p": p, "optimizer": optimizer, "saved": saved}
+
+    def attach(self, world: dict[str, Any], hook: Callable[..., Any]) -> Callable[[], None]:
+        import torch.optim.optimizer as optimizer_hooks
+
+        optimizer = world["optimizer"]
+        register = {
+            "optimizer_step_pre": optimizer.register_step_pre_hook,
+            "optimizer_step_post": optimizer.register_step_post_hook,
+            "optimizer_state_dict_pre": optimizer.register_state_dict_pre_hook,
+            "optimizer_state_dict_post": optimizer.register_state_dict_post_hook,
+            "optimizer_load_state_dict_pre": optimizer.register_load_state_dict_pre_hook,
+            "optimizer_load_state_dict_post": optimizer.register_load_state_dict_post_hook,
+            "global_optimizer_step_pre": optimizer_hooks.register_optimizer_step_pre_hook,
+            "global_optimizer_step_post": optimizer_hooks.register_optimizer_step_post_hook,
+        }[self.kind]
+        return register(hook).remove
+
+    def deep_copy(self, world: dict[str, Any]) -> dict[str, Any]:
+        return {**world, "optimizer": copy.deepcopy(world["optimizer"])}
+
+    def trigger(self, world: dict[str, Any]) -> Any:
+        optimizer = world["optimizer"]
+        if "step" in self.kind:
+            param = optimizer.param_groups[0]["params"][0]
+            param.grad = torch.ones_like(param)
+            returned = optimizer.step(lambda: torch.tensor(7.0))
+            return param, returned
+        if "load" in self.kind:
+            optimizer.load_state_dict(world["saved"])
+            return optimizer.param_groups[0]["lr"]
+        return tuple(optimizer.state_dict())
+
+    def replacement(self, args: tuple[Any, ...]) -> Any:
+        if "step_pre" in self.kind:
+            return (args[1][:1], {})  # step()'s args start with the optimizer itself; drop the closure
+        if self.kind == "optimizer_state_dict_post":
+            return {"replaced": 1}
+        if self.kind == "optimizer_load_state_dict_pre":
+            changed = copy.deepcopy(args[1])
+            changed["param_groups"][0]["lr"] = 0.25
+            return changed
+        return "replaced"
+
+
+@dataclass
+class _DDPRig(Rig):
+    """DDP's comm hook, on a one-process ``gloo`` group with an in-memory store (nothing networked)."""
+
+    handle: bool = False
+
+    def build(self, variant: str = "plain") -> dict[str, Any]:
+        import torch.distributed as dist
+
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            module = nn.Linear(3, 2)
+        started = False
+        if not dist.is_initialized():
+            dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+            started = True
+        world = {"started": started, "recorders": []}
+        try:
+            world["ddp"] = nn.parallel.DistributedDataParallel(module)
+        except BaseException:
+            if started:
+                dist.destroy_process_group()
+            raise
+        return world
+
+    def attach(self, world: dict[str, Any], hook: Callable[..., Any]) -> Callable[[], None]:
+        import torch.distributed as dist
+
+        def comm_hook(state, bucket):  # type: ignore[no-untyped-def]  # DDP checks names and annotations
+            return hook(state, bucket)
+
+        comm_hook.__annotations__ = {"state": object, "bucket": dist.GradBucket,
+                                     "return": torch.futures.Future[torch.Tensor]}
+
+        world["ddp"].register_comm_hook(None, comm_hook)
+        return lambda: None
+
+    def deep_copy(self, world: dict[str, Any]) -> dict[str, Any]:
+        return {**world, "ddp": copy.deepcopy(world["ddp"])}
+
+    def trigger(self, world: dict[str, Any]) -> Any:
+        ddp = world["ddp"]
+        ddp.zero_grad(set_to_none=True)
+        ddp(torch.ones(2, 3)).sum().backward()
+        return ddp.module.weight.grad
+
+    def passthrough(self, args: tuple[Any, ...]) -> Any:
+        future: torch.futures.Future = torch.futures.Future()
+        future.set_result(args[1].buffer())
+        return future
+
+    def replacement(self, args: tuple[Any, ...]) -> Any:
+        future: torch.futures.Future = torch.futures.Future()
+        future.set_result(torch.zeros_like(args[1].buffer()))
+        return future
+
+    @staticmethod
+    def finish(world: dict[str, Any]) -> None:
+        """Destroy the process group the rig started (and only that one)."""
+        import torch.distributed as dist
+
+        if world.get("started") and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def rig_for(kind: str) -> Rig | None:
+    """The rig that probes ``kind`` (``None`` for ``saved_tensors_disabled``, probed by its own situations)."""
+    hook_kind(kind)  # a clear error for unknown names
+    if kind in _MODULE_REGISTER:
+        result = "the gradients (x.grad, weight.grad)" if "backward" in kind else "the module's output"
+        return _ModuleRig(kind, result=result, backward="backward" in kind)
+    if kind in ("tensor", "post_accumulate_grad", "node_pre", "node", "multi_grad"):
+        return _TensorRig(kind, result="the leaves' .grad", copyable=kind in ("tensor", "post_accumulate_grad"))
+    if kind in ("state_dict_pre", "state_dict_post"):
+        return _StateDictRig(kind, result="the state_dict keys")
+    if kind in ("load_state_dict_pre", "load_state_dict_post"):
+        return _StateDictRig(kind, result="the loaded weights and missing / unexpected keys")
+    if kind.endswith("_registration"):
+        return _RegistrationRig(kind, result="what the module holds", copyable=False)
+    if kind in ("saved_tensors", "saved_tensors_on_cpu"):
+        return _SavedTensorsRig(kind, result="the leaf's .grad", returns=kind == "saved_tensors")
+    if kind.startswith(("optimizer_", "global_optimizer_")):
+        what = "the parameter and step()'s return" if "step" in kind else (
+            "the lr that was loaded" if "load" in kind else "the state_dict keys")
+        return _OptimizerRig(kind, result=what)
+    if kind == "ddp_comm":
+        return _DDPRig(kind, result="the gradient DDP writes", copyable=False)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- situations
+@dataclass(frozen=True)
+class Situation:
+    """One setting a hook is probed in: ``category`` (one of :data:`CATEGORIES`), a short name, the question."""
+
+    category: str
+    name: str
+    question: str
+    variant: str = "plain"
+    applies: Callable[[Rig], bool] = field(default=lambda rig: True, compare=False, repr=False)
+
+
+def _with_handle(rig: Rig) -> bool:
+    return rig.handle
+
+
+def _copyable(rig: Rig) -> bool:
+    return rig.copyable
+
+
+def _module(rig: Rig) -> bool:
+    return rig.module_rig
+
+
+GENERIC_SITUATIONS: tuple[Situation, ...] = (
+    Situation("shapes", "plain", "the plain case: one trigger"),
+    Situation("repetition", "triggered_twice", "the trigger runs twice"),
+    Situation("repetition", "registered_twice", "the same function is registered twice"),
+    Situation("timing", "removed_inside", "the hook removes itself on its first call; the trigger runs twice",
+              applies=_with_handle),
+    Situation("timing", "removed_inside_before_another", "the hook removes itself on its first call, and another "
+              "hook of the same kind is registered after it", applies=_with_handle),
+    Situation("timing", "removed_by_earlier_hook", "an earlier hook of the same kind removes this one during "
+              "the trigger", applies=_with_handle),
+    Situation("timing", "added_by_earlier_hook", "an earlier hook of the same kind registers this one during "
+              "the trigger", applies=_with_handle),
+    Situation("failure", "hook_raises", "the hook raises ValueError on its first call; the trigger runs again"),
+    Situation("lifecycle", "deepcopy", "the hooked object is copy.deepcopy'd and the copy is triggered",
+              applies=_copyable),
+    Situation("context", "no_grad", "the whole trigger runs under torch.no_grad()"),
+) + tuple(
+    Situation(category, name, question, variant=name, applies=_module)
+    for category, name, question in MODULE_VARIANTS
+)
+
+
+def situations(rig: Rig | None = None) -> list[Situation]:
+    """The situations that apply to ``rig`` (all of them when ``rig`` is ``None``)."""
+    return [s for s in GENERIC_SITUATIONS if rig is None or s.applies(rig)]
+
+
+_UNSET = object()
+_FLAG = "_global_is_full_backward_hook"
+
+
+def _restore_global_backward_flag(saved: Any) -> None:
+    """Put back PyTorch's global full/legacy backward flag when no global backward hook is left.
+
+    PyTorch remembers which of the two global backward kinds was used last, even after the hook is
+    removed, and then refuses the other kind for the rest of the process (notebook 05). A probe of
+    one of them must not change what the learner's process may register afterwards.
+    """
+    if saved is _UNSET:
+        return
+    module_hooks = nn.modules.module
+    if not hook_kind("global_backward").hooks_of() and not hook_kind("global_backward_legacy").hooks_of():
+        setattr(module_hooks, _FLAG, saved)
+
+
+def _run_situation(rig: Rig, situation: Situation, study: _Recorder) -> tuple[Any, str]:
+    """Run one situation with ``study`` as the hook under study; return (fingerprint, error type or "")."""
+    world = rig.build(situation.variant)
+    removers: list[Callable[[], None]] = []
+    error = ""
+    result: Any = None
+    try:
+        name = situation.name
+        target_world = world
+        if name in ("removed_by_earlier_hook", "added_by_earlier_hook"):
+            earlier = _Recorder(rig.passthrough)
+            earlier.muted = True
+            removers.append(rig.attach(world, earlier))
+            if name == "removed_by_earlier_hook":
+                remove_study = rig.attach(world, study)
+                removers.append(remove_study)
+                earlier.before = remove_study
+            else:
+                earlier.before = lambda: removers.append(rig.attach(world, study))
+        else:
+            removers.append(rig.attach(world, study))
+        if name == "registered_twice":
+            removers.append(rig.attach(world, study))
+        if name in ("removed_inside", "removed_inside_before_another"):
+            study.before = removers[-1]
+        if name == "removed_inside_before_another":
+            follower = _Recorder(rig.passthrough)
+            follower.muted = True
+            removers.append(rig.attach(world, follower))
+        if name == "hook_raises":
+            def fail() -> None:
+                raise ValueError("raised by the hook")
+
+            study.before = fail
+        if name == "deepcopy":
+            target_world = rig.deep_copy(world)
+        runs = 2 if name in ("triggered_twice", "removed_inside", "removed_inside_before_another", "hook_raises") else 1
+    except Exception as exc:  # noqa: BLE001 - registering itself failed: that is the finding
+        error, runs = type(exc).__name__, 0
+    try:
+        results = []
+        for _ in range(runs):
+            try:
+                with torch.no_grad() if name == "no_grad" else contextlib.nullcontext():
+                    results.append(_fingerprint(rig.trigger(target_world)))
+            except Exception as exc:  # noqa: BLE001 - the atlas records what the trigger raised
+                error = error or type(exc).__name__
+                results.append(("raised", type(exc).__name__))
+        result = tuple(results)
+    finally:
+        for remove in reversed(removers):
+            remove()
+        _restore_global_backward_flag(world.get("global_flag", _UNSET))
+        if isinstance(rig, _DDPRig):
+            rig.finish(world)
+    return result, error
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One cell of the atlas: how ``kind`` behaved in ``situation`` (of ``category``) under torch ``torch``.
+
+    ``fires``: the hook ran at least once; ``calls``: how many times; ``receives``: what its first call
+    received (types and shapes); ``returns``: what returning a replacement changed (``"nothing"``,
+    ``"<what>"`` or ``"error: <Type>"``; ``"-"`` where the kind takes no return); ``error``: the type of
+    the exception the trigger raised with a recording hook (``""`` when none).
+    """
+
+    kind: str
+    category: str
+    situation: str
+    question: str
+    fires: bool
+    calls: int
+    receives: str
+    returns: str
+    error: str
+    torch: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(kind, situation): the entry's identity, the same in every torch version."""
+        return self.kind, self.situation
+
+    def outcome(self) -> tuple[bool, int, str, str, str]:
+        """What was measured (the fields a version diff compares)."""
+        return self.fires, self.calls, self.receives, self.returns, self.error
+
+
+def probe(kind: str, situation: Situation) -> Entry:
+    """Run ``situation`` for ``kind`` twice (recording hook, then replacing hook) and return the entry."""
+    rig = rig_for(kind)
+    if rig is None:
+        raise ValueError(f"{kind!r} has no rig; its entries come from run_atlas()")
+    study = _Recorder(rig.passthrough)
+    result, error = _run_situation(rig, situation, study)
+    returns = NOT_APPLICABLE
+    if rig.returns and study.calls:
+        replacing = _Recorder(rig.replacement)
+        replaced, replaced_error = _run_situation(rig, situation, replacing)
+        if replaced_error and replaced_error != error:
+            returns = f"error: {replaced_error}"
+        elif replaced == result:
+            returns = "nothing"
+        else:
+            returns = rig.result
+    return Entry(
+        kind=kind,
+        category=situation.category,
+        situation=situation.name,
+        question=situation.question,
+        fires=bool(study.calls),
+        calls=len(study.calls),
+        receives=study.calls[0] if study.calls else NOT_APPLICABLE,
+        returns=returns,
+        error=error,
+        torch=torch_version(),
+    )
+
+
+def _disabled_entries() -> list[Entry]:
+    """``saved_tensors_disabled``: the block is the "hook"; it fires when registering inside it raises."""
+
+    def registering_raises(setup: Callable[[], contextlib.AbstractContextManager[Any]]) -> tuple[bool, str]:
+        try:
+            with setup():
+                pass
+        except RuntimeError as exc:
+            return True, type(exc).__name__
+        return False, ""
+
+    disable = torch.autograd.graph.disable_saved_tensors_hooks
+    plain_hooks = lambda: torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)  # noqa: E731
+    checks: list[tuple[str, str, str, Callable[[], tuple[bool, str]]]] = []
+
+    def inside(make: Callable[[], Any]) -> Callable[[], tuple[bool, str]]:
+        def run() -> tuple[bool, str]:
+            with disable("saved tensor hooks are off here"):
+                return registering_raises(make)
+
+        return run
+
+    def after_block() -> tuple[bool, str]:
+        with disable("off"):
+            pass
+        return registering_raises(plain_hooks)
+
+    def nested_inner_exit() -> tuple[bool, str]:
+        with disable("outer"):
+            with disable("inner"):
+                pass
+            return registering_raises(plain_hooks)
+
+    def after_exception() -> tuple[bool, str]:
+        try:
+            with disable("off"):
+                raise ValueError("inside the block")
+        except ValueError:
+            pass
+        return registering_raises(plain_hooks)
+
+    def already_active() -> tuple[bool, str]:
+        with plain_hooks():
+            try:
+                with disable("off"):
+                    pass
+            except RuntimeError as exc:
+                return True, type(exc).__name__
+        return False, ""
+
+    checks = [
+        ("shapes", "plain", "saved_tensors_hooks is entered inside the block", inside(plain_hooks)),
+        ("context", "save_on_cpu_inside", "save_on_cpu is entered inside the block",
+         inside(torch.autograd.graph.save_on_cpu)),
+        ("timing", "after_block", "saved_tensors_hooks is entered after the block ended", after_block),
+        ("repetition", "nested_inner_exit", "blocks nested; saved_tensors_hooks entered after the inner one ended "
+         "(inside the outer)", nested_inner_exit),
+        ("failure", "after_exception", "an exception left the block; saved_tensors_hooks is entered afterwards",
+         after_exception),
+        ("lifecycle", "while_hooks_active", "the block is entered while saved_tensors_hooks are active",
+         already_active),
+    ]
+    entries = []
+    for category, name, question, check in checks:
+        raised, error = check()
+        entries.append(Entry("saved_tensors_disabled", category, name, question, raised, int(raised),
+                             NOT_APPLICABLE, NOT_APPLICABLE, error, torch_version()))
+    return entries
+
+
+def run_atlas(kinds: list[str] | None = None) -> list[Entry]:
+    """Probe every hook kind (or the ``kinds`` named) in every situation that applies; return the entries.
+
+    Deprecation warnings raised by the probes are swallowed (the atlas records behaviour, not warnings).
+    """
+    names = list(HOOK_KINDS) if kinds is None else kinds
+    for name in names:
+        hook_kind(name)
+    entries: list[Entry] = []
+    with warnings.catch_warnings(), torch.random.fork_rng():
+        warnings.simplefilter("ignore")
+        for name in names:
+            rig = rig_for(name)
+            if rig is None:
+                entries.extend(_disabled_entries())
+                continue
+            entries.extend(probe(name, situation) for situation in situations(rig))
+    return entries
+
+
+# ---------------------------------------------------------------------------------------------- teaching
+_N01, _N02, _N03, _N04 = "01_tensor_hooks", "02_forward_hooks", "03_forward_pre_hooks", "04_backward_hooks"
+_N05, _N07, _N09 = "05_lifetime_and_global_hooks", "07_autograd_hooks", "09_hooks_in_production"
+_N10, _N13, _N00 = "10_faq", "13_hooks_in_training_loops", "00_start_here"
+_NO_GRAD = f"{_N05}#eval-no-grad"
+
+#: Where the course teaches an entry: (kind, situation) -> "notebook#anchor" (the notebook without
+#: ``.ipynb``). Only sections that show that very situation are listed; the ``plain`` entry of a kind
+#: links to the section that introduces the kind.
+TAUGHT: dict[tuple[str, str], str] = {
+    ("tensor", "plain"): f"{_N01}#return-replaces",
+    ("tensor", "removed_inside"): f"{_N01}#remove-timing",
+    ("tensor", "deepcopy"): f"{_N10}#faq-copy-tensor-hooks",
+    ("post_accumulate_grad", "plain"): f"{_N01}#post-accumulate-return",
+    ("forward_pre", "plain"): f"{_N03}#return-new-args",
+    ("forward_pre", "keyword_argument"): f"{_N03}#with-kwargs",
+    ("forward_pre", "registered_twice"): f"{_N05}#rerun-stacks",
+    ("forward_pre", "hook_raises"): f"{_N05}#hook-raises",
+    ("forward_pre", "jit_trace"): f"{_N09}#trace-hooks",
+    ("forward_pre", "functional_call"): f"{_N13}#functional-call",
+    ("forward_pre", "func_grad"): f"{_N13}#func-what-works",
+    ("forward", "plain"): f"{_N02}#replace-output",
+    ("forward", "tuple_output"): f"{_N02}#tuple-output",
+    ("forward", "keyword_argument"): f"{_N02}#with-kwargs",
+    ("forward", "forward_raises"): f"{_N02}#always-call",
+    ("forward", "called_twice_in_one_pass"): f"{_N02}#twice-or-never",
+    ("forward", "registered_twice"): f"{_N05}#rerun-stacks",
+    ("forward", "hook_raises"): f"{_N05}#hook-stays",
+    ("forward", "deepcopy"): f"{_N10}#faq-copy",
+    ("forward", "jit_trace"): f"{_N09}#trace-hooks",
+    ("forward", "checkpoint"): f"{_N13}#checkpointing",
+    ("forward", "checkpoint_reentrant"): f"{_N13}#checkpoint-reentrant",
+    ("forward", "functional_call"): f"{_N13}#functional-call",
+    ("forward", "func_grad"): f"{_N13}#func-what-works",
+    ("backward_pre", "plain"): f"{_N00}#map-full_backward_pre",
+    ("backward_pre", "jit_trace"): f"{_N09}#trace-backward-pre-hook",
+    ("backward_pre", "func_grad"): f"{_N13}#func-grad",
+    ("backward", "plain"): f"{_N04}#what-can-change",
+    ("backward", "removed_inside"): f"{_N04}#when-effective",
+    ("backward", "frozen"): f"{_N13}#frozen",
+    ("backward", "frozen_no_input_grad"): f"{_N13}#frozen-silent",
+    ("backward", "func_grad"): f"{_N13}#func-grad",
+    ("backward", "autograd_grad_params"): f"{_N13}#autograd-grad",
+    ("backward", "jit_trace"): f"{_N09}#trace-refuses-backward-hooks",
+    ("backward_legacy", "plain"): f"{_N04}#legacy-grad-input",
+    ("backward_legacy", "jit_trace"): f"{_N09}#trace-refuses-backward-hooks",
+    ("state_dict_pre", "plain"): f"{_N07}#state-dict-export",
+    ("state_dict_post", "plain"): f"{_N07}#state-dict-export",
+    ("load_state_dict_pre", "plain"): f"{_N07}#load-pre-hook",
+    ("load_state_dict_post", "plain"): f"{_N07}#state-dict-load",
+    ("global_forward_pre", "plain"): f"{_N05}#global-every-model",
+    ("global_forward", "plain"): f"{_N05}#global-every-model",
+    ("global_backward_pre", "plain"): f"{_N00}#map-global-forward-backward",
+    ("global_backward", "plain"): f"{_N00}#map-global-forward-backward",
+    ("global_backward_legacy", "plain"): f"{_N05}#pitfall-global-backward-flag",
+    ("global_module_registration", "plain"): f"{_N05}#registration-hooks",
+    ("global_parameter_registration", "plain"): f"{_N05}#registration-hooks",
+    ("global_buffer_registration", "plain"): f"{_N05}#registration-hooks",
+    ("node_pre", "plain"): f"{_N07}#node-hooks-return",
+    ("node", "plain"): f"{_N07}#node-hooks-return",
+    ("multi_grad", "plain"): f"{_N07}#multi-grad-hook",
+    ("saved_tensors", "plain"): f"{_N07}#saved-bf16",
+    ("saved_tensors_on_cpu", "plain"): f"{_N07}#save-on-cpu",
+    ("optimizer_step_pre", "plain"): f"{_N07}#optimizer-hooks",
+    ("optimizer_step_post", "plain"): f"{_N07}#optimizer-hooks",
+    ("optimizer_state_dict_pre", "plain"): f"{_N07}#optimizer-shallow-copy",
+    ("optimizer_state_dict_post", "plain"): f"{_N07}#optimizer-shallow-copy",
+    ("optimizer_load_state_dict_pre", "plain"): f"{_N07}#optimizer-shallow-copy",
+    ("optimizer_load_state_dict_post", "plain"): f"{_N07}#optimizer-shallow-copy",
+    ("global_optimizer_step_pre", "plain"): f"{_N07}#optimizer-global-hooks",
+    ("global_optimizer_step_post", "plain"): f"{_N07}#optimizer-global-hooks",
+    ("ddp_comm", "plain"): f"{_N09}#ddp-same-gradients",
+}
+for _kind in ("forward_pre", "forward", "backward_pre", "backward", "backward_legacy"):
+    for _situation in ("no_grad", "eval", "inference_mode"):
+        TAUGHT[(_kind, _situation)] = _NO_GRAD
+
+
+#: The entries that notebook 16 (the atlas itself) teaches in its own proving sections.
+TAUGHT_HERE: dict[tuple[str, str], str] = {
+    ("optimizer_step_post", "removed_inside_before_another"): "16_hook_atlas#remove-inside-a-hook",
+    ("optimizer_step_pre", "removed_inside_before_another"): "16_hook_atlas#remove-inside-a-hook",
+    ("state_dict_pre", "removed_inside_before_another"): "16_hook_atlas#remove-inside-a-hook",
+    ("forward", "removed_inside_before_another"): "16_hook_atlas#remove-inside-a-hook",
+    ("optimizer_step_pre", "deepcopy"): "16_hook_atlas#optimizer-deepcopy",
+    ("optimizer_step_post", "deepcopy"): "16_hook_atlas#optimizer-deepcopy",
+    ("backward", "dict_output"): "16_hook_atlas#dict-output-backward",
+    ("backward_pre", "dict_output"): "16_hook_atlas#dict-output-backward",
+}
+
+
+def teaching_links(extra: dict[tuple[str, str], str] | None = None) -> dict[tuple[str, str], str]:
+    """:data:`TAUGHT` and :data:`TAUGHT_HERE` as ``{(kind, situation): "NN_name.ipynb#anchor"}``, plus ``extra``.
+
+    An entry that an earlier notebook teaches keeps that link; notebook 16's own sections fill in the rest.
+    """
+    links = {key: "{}.ipynb#{}".format(*target.split("#")) for key, target in TAUGHT.items()}
+    links.update({key: "{}.ipynb#{}".format(*target.split("#")) for key, target in TAUGHT_HERE.items()
+                  if key not in TAUGHT})
+    links.update(extra or {})
+    return links
+
+
+# ---------------------------------------------------------------------------------------------- snapshots
+def entries_by_key(entries: list[Entry]) -> dict[tuple[str, str], Entry]:
+    """The entries keyed by (kind, situation)."""
+    return {e.key: e for e in entries}
+
+
+def write_snapshot(entries: list[Entry], directory: Path = SNAPSHOT_DIR) -> Path:
+    """Store ``entries`` as ``atlas-torch-<version>.json`` (one entry per line); return the path."""
+    version = entries[0].torch if entries else torch_version()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"atlas-torch-{version}.json"
+    lines = ",\n".join(json.dumps(asdict(e), ensure_ascii=False) for e in entries)
+    path.write_text(f"[\n{lines}\n]\n", encoding="utf-8")
+    return path
+
+
+def load_snapshot(version: str, directory: Path = SNAPSHOT_DIR) -> list[Entry]:
+    """The stored atlas of torch ``version``; a clear error naming the stored versions when there is none."""
+    path = directory / f"atlas-torch-{version}.json"
+    if not path.exists():
+        stored = sorted(p.stem.removeprefix("atlas-torch-") for p in directory.glob("atlas-torch-*.json"))
+        raise FileNotFoundError(
+            f"no stored atlas for torch {version!r}{closest_hint(version, stored)}; stored: {stored}. "
+            "Run hookviz.atlas.write_snapshot(hookviz.atlas.run_atlas()) under that torch to add one"
+        )
+    return [Entry(**row) for row in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def stored_versions(directory: Path = SNAPSHOT_DIR) -> list[str]:
+    """The torch versions with a stored atlas, oldest first."""
+    names = [p.stem.removeprefix("atlas-torch-") for p in directory.glob("atlas-torch-*.json")]
+    return sorted(names, key=lambda v: tuple(int(part) for part in v.split(".") if part.isdigit()))
+
+
+def diff_atlases(old: list[Entry], new: list[Entry]) -> list[tuple[Entry | None, Entry | None]]:
+    """The entries whose outcome differs between two atlases (or exist in only one), as (old, new) pairs."""
+    before, after = entries_by_key(old), entries_by_key(new)
+    pairs = []
+    for key in list(before) + [k for k in after if k not in before]:
+        a, b = before.get(key), after.get(key)
+        if a is None or b is None or a.outcome() != b.outcome():
+            pairs.append((a, b))
+    return pairs
+
+
+def merge_versions(atlases: dict[str, list[Entry]]) -> list[tuple[Entry, list[str]]]:
+    """One row per distinct outcome: each entry with the versions it was measured on, in key order.
+
+    An entry that behaves the same in every version gives one row listing them all; one that changed
+    gives a row per outcome.
+    """
+    rows: list[tuple[Entry, list[str]]] = []
+    index: dict[tuple[tuple[str, str], tuple[Any, ...]], int] = {}
+    for version, entries in atlases.items():
+        for entry in entries:
+            identity = (entry.key, entry.outcome())
+            if identity in index:
+                rows[index[identity]][1].append(version)
+            else:
+                index[identity] = len(rows)
+                rows.append((entry, [version]))
+    order = {key: i for i, key in enumerate(dict.fromkeys(e.key for e, _ in rows))}
+    return sorted(rows, key=lambda row: order[row[0].key])
+
+
+# ---------------------------------------------------------------------------------------------- the table
+COLUMNS = ("kind", "category", "situation", "fires", "calls", "receives", "returns", "error", "measured on",
+           "taught in")
+
+
+@dataclass
+class AtlasTable:
+    """The searchable atlas as plain state: rows, a text query and two filters (no widgets involved).
+
+    ``rows`` are ``(entry, versions)`` pairs (:func:`merge_versions`); ``teaches`` maps
+    ``(kind, situation)`` to the notebook section that teaches it
+    (``"05_lifetime_and_global_hooks.ipynb#hook-raises"``). ``query`` matches any column,
+    case-insensitively, all words; ``kind`` and ``category`` are ``"all"`` or one value.
+    """
+
+    rows: list[tuple[Entry, list[str]]]
+    teaches: dict[tuple[str, str], str] = field(default_factory=dict)
+    query: str = ""
+    kind: str = "all"
+    category: str = "all"
+
+    def kinds(self) -> list[str]:
+        """The kinds present, in catalogue order, after ``"all"``."""
+        present = {e.kind for e, _ in self.rows}
+        return ["all"] + [k for k in HOOK_KINDS if k in present]
+
+    def categories(self) -> list[str]:
+        """The categories present, after ``"all"``."""
+        present = {e.category for e, _ in self.rows}
+        return ["all"] + [c for c in CATEGORIES if c in present]
+
+    def link(self, entry: Entry) -> str:
+        """The section that teaches ``entry`` (``""`` when no notebook does yet)."""
+        return self.teaches.get(entry.key, "")
+
+    def cells(self, entry: Entry, versions: list[str]) -> list[str]:
+        """One row's cells as text, in :data:`COLUMNS` order."""
+        return [entry.kind, entry.category, entry.situation, "yes" if entry.fires else "no", str(entry.calls),
+                entry.receives, entry.returns, entry.error or NOT_APPLICABLE, ", ".join(versions),
+                self.link(entry)]
+
+    def set(self, *, query: str | None = None, kind: str | None = None, category: str | None = None) -> None:
+        """Change the filters; an unknown kind or category is a clear ``ValueError``."""
+        if kind is not None:
+            if kind not in self.kinds():
+                raise ValueError(f"kind={kind!r} is not in the atlas{closest_hint(kind, self.kinds())}")
+            self.kind = kind
+        if category is not None:
+            if category not in self.categories():
+                hint = closest_hint(category, self.categories())
+                raise ValueError(f"category={category!r} is not one of {self.categories()}{hint}")
+            self.category = category
+        if query is not None:
+            self.query = query
+
+    def visible(self) -> list[tuple[Entry, list[str]]]:
+        """The rows the filters let through."""
+        words = self.query.lower().split()
+        shown = []
+        for entry, versions in self.rows:
+            if self.kind != "all" and entry.kind != self.kind:
+                continue
+            if self.category != "all" and entry.category != self.category:
+                continue
+            text = " ".join([*self.cells(entry, versions), entry.question]).lower()
+            if all(word in text for word in words):
+                shown.append((entry, versions))
+        return shown
+
+    def _link_html(self, target: str) -> str:
+        if not target:
+            return ""
+        label = target.replace(".ipynb", "")
+        return f'<a href="{html.escape(target)}">{html.escape(label)}</a>'
+
+    def to_html(self, limit: int | None = None) -> str:
+        """The visible rows as an HTML table (the question as each situation's tooltip)."""
+        rows = self.visible()
+        head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+        body = []
+        for entry, versions in rows[:limit]:
+            cells = self.cells(entry, versions)
+            parts = [f"<td>{html.escape(c)}</td>" for c in cells[:-1]]
+            parts[2] = f'<td title="{html.escape(entry.question)}">{html.escape(entry.situation)}</td>'
+            parts.append(f"<td>{self._link_html(cells[-1])}</td>")
+            body.append("<tr>" + "".join(parts) + "</tr>")
+        more = "" if limit is None or len(rows) <= limit else f"<p>… {len(rows) - limit} more rows</p>"
+        return (f"<p>{len(rows)} of {len(self.rows)} rows</p><table><thead><tr>{head}</tr></thead>"
+                f"<tbody>{''.join(body)}</tbody></table>{more}")
+
+    def to_markdown(self) -> str:
+        """The visible rows as a Markdown table (for a static view, e.g. nbviewer or GitHub)."""
+        lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        for entry, versions in self.visible():
+            cells = [c.replace("|", "\\|") for c in self.cells(entry, versions)]
+            if cells[-1]:
+                cells[-1] = f"[{cells[-1].replace('.ipynb', '')}]({cells[-1]})"
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+
+class AtlasWidget:
+    """The thin ipywidgets view over an :class:`AtlasTable`: a search box, two dropdowns and the HTML table.
+
+    Every control only calls :meth:`AtlasTable.set` and re-renders :meth:`AtlasTable.to_html`, so a test
+    can drive the view headless (set ``query.value``, read ``view.value``). Shown in a notebook, its
+    plain-text form is one short line, so the stored output does not repeat the table.
+    """
+
+    def __init__(self, table: AtlasTable, limit: int = 60) -> None:
+        import ipywidgets as widgets
+
+        from hookviz.i18n import tr
+
+        self.table, self.limit = table, limit
+        self.query = widgets.Text(value=table.query, placeholder=tr("e.g. deepcopy forward"),
+                                  description=tr("search"))
+        self.kind = widgets.Dropdown(options=table.kinds(), value=table.kind, description=tr("kind"))
+        self.category = widgets.Dropdown(options=table.categories(), value=table.category,
+                                         description=tr("category"))
+        self.view = widgets.HTML(table.to_html(limit))
+        for control in (self.query, self.kind, self.category):
+            control.observe(self.refresh, names="value")
+        self.box = widgets.VBox([widgets.HBox([self.query, self.kind, self.category]), self.view])
+
+    def refresh(self, _: Any = None) -> None:
+        """Copy the controls into the table and re-render it."""
+        self.table.set(query=self.query.value, kind=self.kind.value, category=self.category.value)
+        self.view.value = self.table.to_html(self.limit)
+
+    def __repr__(self) -> str:
+        return (f"AtlasWidget({len(self.table.rows)} rows, query={self.table.query!r}, kind={self.table.kind!r}, "
+                f"category={self.table.category!r})")
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = dict(self.box._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = repr(self)
+        return bundle
+
+
+def atlas_widget(table: AtlasTable, limit: int = 60) -> AtlasWidget:
+    """The searchable view of ``table`` (:class:`AtlasWidget`), showing at most ``limit`` rows at a time."""
+    return AtlasWidget(table, limit)
+
+
+def iter_kinds(entries: list[Entry]) -> Iterator[str]:
+    """The kinds the entries cover, in catalogue order."""
+    present = {e.kind for e in entries}
+    yield from (k for k in HOOK_KINDS if k in present)

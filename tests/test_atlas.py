@@ -1,0 +1,297 @@
+"""The hook atlas (hookviz.atlas): coverage, the stored snapshots, the table, the links, and re-runs of its
+findings on other modules and optimizers (a learner's variations), all without a kernel."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import re
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn.modules.module as module_hooks
+from notebook_tools import REPO
+from torch import nn
+
+from hookviz import atlas
+from hookviz.catalogue import HOOK_KINDS, hook_kind
+
+
+@pytest.fixture(scope="module")
+def entries() -> list[atlas.Entry]:
+    return atlas.run_atlas()
+
+
+def by_key(entries: list[atlas.Entry]) -> dict[tuple[str, str], atlas.Entry]:
+    return atlas.entries_by_key(entries)
+
+
+# ------------------------------------------------------------------------------------------- coverage
+def test_every_catalogue_kind_in_six_categories(entries):
+    assert list(atlas.iter_kinds(entries)) == list(HOOK_KINDS)
+    assert {e.category for e in entries} == set(atlas.CATEGORIES) and len(atlas.CATEGORIES) == 6
+    assert len({e.key for e in entries}) == len(entries), "(kind, situation) identifies an entry"
+    for kind in HOOK_KINDS:
+        assert len({e.category for e in entries if e.kind == kind}) >= 4, f"{kind} is probed in too few categories"
+
+
+def test_every_entry_is_filled_in(entries):
+    for e in entries:
+        assert e.torch == atlas.torch_version()
+        assert e.calls == 0 if not e.fires else e.calls >= 1
+        assert (e.receives == atlas.NOT_APPLICABLE) == (not e.fires) or e.kind == "saved_tensors_disabled"
+        assert e.question and e.category in atlas.CATEGORIES
+
+
+def test_running_the_atlas_twice_gives_the_same_entries(entries):
+    assert atlas.run_atlas() == entries
+
+
+def test_the_running_torch_matches_its_stored_snapshot(entries):
+    assert atlas.torch_version() in atlas.stored_versions()
+    assert atlas.load_snapshot(atlas.torch_version()) == entries
+
+
+def test_the_atlas_leaves_the_process_as_it_found_it(entries):
+    """No hook left (the conftest guard checks that too), the global backward flag and no process group."""
+    flag = module_hooks._global_is_full_backward_hook
+    atlas.run_atlas(["global_backward", "global_backward_legacy", "ddp_comm"])
+    assert module_hooks._global_is_full_backward_hook is flag
+    assert not dist.is_initialized()
+    for kind in HOOK_KINDS.values():
+        if kind.is_global and kind.inspectable:
+            assert not kind.hooks_of(), f"{kind.name} hook left behind"
+    # a learner may still register either global backward kind afterwards
+    with module_hooks.register_module_full_backward_hook(lambda m, gi, go: None):
+        pass
+    module_hooks._global_is_full_backward_hook = flag
+
+
+def test_unknown_kind_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown hook kind 'forwrd'.*'forward'"):
+        atlas.run_atlas(["forwrd"])
+
+
+def test_a_missing_snapshot_names_the_stored_versions(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no stored atlas for torch '9.9.9'.*stored"):
+        atlas.load_snapshot("9.9.9")
+
+
+# ------------------------------------------------------------------------------------------- findings
+@pytest.mark.parametrize(
+    ("key", "fires", "calls", "error"),
+    [
+        (("forward", "called_twice_in_one_pass"), True, 2, ""),
+        (("forward", "registered_twice"), True, 2, ""),
+        (("forward", "forward_raises"), False, 0, "ValueError"),
+        (("forward", "deepcopy"), True, 1, ""),
+        (("forward", "jit_trace"), False, 0, ""),
+        (("forward_pre", "checkpoint"), True, 2, ""),
+        (("backward", "dict_output"), False, 0, ""),
+        (("backward", "no_grad"), False, 0, "RuntimeError"),
+        (("backward", "func_grad"), False, 0, "RuntimeError"),
+        (("backward_legacy", "func_grad"), True, 1, ""),
+        (("tensor", "deepcopy"), False, 0, ""),
+        (("optimizer_step_pre", "deepcopy"), False, 0, ""),
+        (("global_optimizer_step_pre", "deepcopy"), True, 1, ""),
+        (("optimizer_step_post", "removed_inside"), True, 1, ""),
+        (("optimizer_step_post", "removed_inside_before_another"), True, 1, "RuntimeError"),
+        (("forward", "removed_inside_before_another"), True, 1, ""),
+        (("state_dict_pre", "removed_by_earlier_hook"), False, 0, "RuntimeError"),
+        (("saved_tensors_disabled", "plain"), True, 1, "RuntimeError"),
+        (("saved_tensors_disabled", "after_block"), False, 0, ""),
+        (("ddp_comm", "plain"), True, 1, ""),
+    ],
+)
+def test_key_findings(entries, key, fires, calls, error):
+    entry = by_key(entries)[key]
+    assert (entry.fires, entry.calls, entry.error) == (fires, calls, error)
+
+
+def test_returns_column(entries):
+    found = by_key(entries)
+    assert found[("forward", "plain")].returns == "the module's output"
+    assert found[("forward", "removed_inside")].returns == "the module's output"
+    assert found[("post_accumulate_grad", "plain")].returns == "error: RuntimeError"
+    assert found[("optimizer_step_post", "plain")].returns == "nothing"
+    assert found[("saved_tensors_on_cpu", "plain")].returns == atlas.NOT_APPLICABLE
+    assert found[("optimizer_step_pre", "plain")].receives == "(SGD, (SGD, function), {})"
+
+
+def test_summarize_shows_types_and_shapes_never_values():
+    value = (torch.zeros(2, 3), torch.zeros(1, dtype=torch.bfloat16), None, 2.0, {"y": nn.Parameter(torch.zeros(4))})
+    assert atlas.summarize(value) == "(Tensor[2, 3], Tensor[1] bfloat16, None, 2.0, {y: Parameter[4]})"
+    assert atlas.summarize((torch.zeros(1),)) == "(Tensor[1],)"
+    assert atlas.summarize(list(range(9))) == "list[9]"
+
+
+# ------------------------------------------------------------------------------------------- snapshots, diff
+def test_snapshots_round_trip(tmp_path, entries):
+    path = atlas.write_snapshot(entries[:5], tmp_path)
+    assert path.name == f"atlas-torch-{atlas.torch_version()}.json"
+    assert atlas.load_snapshot(atlas.torch_version(), tmp_path) == entries[:5]
+    assert len(json.loads(path.read_text())) == 5
+
+
+def test_every_stored_snapshot_has_the_same_entries():
+    keys = {version: [e.key for e in atlas.load_snapshot(version)] for version in atlas.stored_versions()}
+    assert len(set(map(tuple, keys.values()))) == 1, "every version has the same (kind, situation) list"
+
+
+def test_diff_and_merge_find_a_changed_entry(entries):
+    changed = [dataclasses.replace(e, calls=e.calls + 1, torch="9.9.9") if e.key == ("forward", "plain") else
+               dataclasses.replace(e, torch="9.9.9") for e in entries]
+    diff = atlas.diff_atlases(entries, changed)
+    assert [(a.key, a.calls, b.calls) for a, b in diff] == [(("forward", "plain"), 1, 2)]
+    rows = atlas.merge_versions({"1.0": entries, "9.9.9": changed})
+    assert len(rows) == len(entries) + 1
+    assert [versions for e, versions in rows if e.key == ("forward", "plain")] == [["1.0"], ["9.9.9"]]
+    assert [versions for e, versions in rows if e.key == ("tensor", "plain")] == [["1.0", "9.9.9"]]
+    assert atlas.diff_atlases(entries, entries[1:]) == [(entries[0], None)]
+
+
+# ------------------------------------------------------------------------------------------- the table
+@pytest.fixture()
+def table(entries) -> atlas.AtlasTable:
+    return atlas.AtlasTable(atlas.merge_versions({atlas.torch_version(): entries}), teaches=atlas.teaching_links())
+
+
+def test_table_filters_headless(table, entries):
+    assert len(table.visible()) == len(entries)
+    table.set(query="deepcopy")
+    assert table.visible() and all(e.situation == "deepcopy" for e, _ in table.visible())
+    table.set(kind="optimizer_step_pre")
+    assert [e.key for e, _ in table.visible()] == [("optimizer_step_pre", "deepcopy")]
+    table.set(query="", kind="all", category="timing")
+    assert {e.category for e, _ in table.visible()} == {"timing"}
+    table.set(category="all", query="RUNTIMEERROR  optimizer")  # case-insensitive, every word
+    assert table.visible() and all("optimizer" in e.kind and e.error == "RuntimeError" for e, _ in table.visible())
+
+
+def test_table_refuses_unknown_filters_with_a_hint(table):
+    with pytest.raises(ValueError, match="kind='forwad'.*'forward'"):
+        table.set(kind="forwad")
+    with pytest.raises(ValueError, match="category='timin'"):
+        table.set(category="timin")
+
+
+def test_table_renders_html_and_markdown_with_links(table):
+    table.set(kind="forward", query="called_twice")
+    html = table.to_html()
+    assert "1 of" in html and 'href="02_forward_hooks.ipynb#twice-or-never"' in html
+    assert 'title="the same module is applied twice' in html
+    markdown = table.to_markdown().splitlines()
+    assert markdown[0].startswith("| kind |") and len(markdown) == 3
+    assert "[02_forward_hooks#twice-or-never](02_forward_hooks.ipynb#twice-or-never)" in markdown[2]
+    table.set(kind="all", query="")
+    assert "more rows" in table.to_html(limit=10)
+
+
+def test_widget_is_a_thin_view_driven_headless(table):
+    widget = atlas.atlas_widget(table, limit=5)
+    assert repr(widget).startswith("AtlasWidget(") and "rows" in repr(widget)
+    widget.query.value = "no_grad"
+    assert table.query == "no_grad" and "no_grad" in widget.view.value
+    widget.kind.value = "backward"
+    assert widget.view.value.startswith("<p>1 of")
+    widget.category.value = "lifecycle"
+    assert widget.view.value.startswith("<p>0 of")
+    bundle = widget._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(widget) and "application/vnd.jupyter.widget-view+json" in bundle
+
+
+# ------------------------------------------------------------------------------------------- links
+def anchors(notebook: str) -> set[str]:
+    text = (REPO / "notebooks" / f"{notebook}.ipynb").read_text(encoding="utf-8")
+    return set(re.findall(r'<a id=\\"([^\\"]+)\\"', text))
+
+
+def test_every_link_points_at_an_existing_anchor(entries):
+    keys = {e.key for e in entries}
+    for key, target in {**atlas.TAUGHT, **atlas.TAUGHT_HERE}.items():
+        assert key in keys, f"{key} is linked but not in the atlas"
+        notebook, anchor = target.split("#")
+        assert anchor in anchors(notebook), f"{key}: {target} has no such anchor"
+
+
+def test_links_are_notebook_files(entries):
+    links = atlas.teaching_links()
+    assert all(re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb#[a-z0-9_-]+", target) for target in links.values())
+    assert set(links) == set(atlas.TAUGHT) | set(atlas.TAUGHT_HERE)
+
+
+# ------------------------------------------------------------------------------------------- learner variations
+def _fire_forward_twice_in_one_pass(module: nn.Module, x: torch.Tensor) -> int:
+    calls = []
+    with module.register_forward_hook(lambda m, a, o: calls.append(1)):
+        module(module(x))
+    return len(calls)
+
+
+@pytest.mark.parametrize(
+    ("module", "x"),
+    [(nn.Conv2d(2, 2, 3, padding=1), torch.ones(1, 2, 4, 4)), (nn.Sequential(nn.Linear(3, 3), nn.ReLU()),
+                                                              torch.ones(2, 3)), (nn.GRUCell(3, 3), torch.ones(2, 3))],
+    ids=["conv", "sequential", "grucell"],
+)
+def test_other_modules_fire_once_per_call(module, x):
+    assert _fire_forward_twice_in_one_pass(module, x) == 2
+    calls = []
+    with module.register_forward_hook(lambda m, a, o: calls.append(1)):
+        copy.deepcopy(module)(x)
+    assert calls == [1], "the deep copy carries the module's function hook"
+
+
+@pytest.mark.parametrize("pack", ["list", "dict", "nested_tuple"])
+def test_full_backward_hook_skips_containers_on_other_modules(pack):
+    conv = nn.Conv2d(1, 1, 3)
+    packers = {"list": lambda y: [y], "dict": lambda y: {"y": y}, "nested_tuple": lambda y: ((y,),)}
+
+    class Wrapped(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = conv
+
+        def forward(self, x: torch.Tensor):
+            return packers[pack](self.conv(x))
+
+    module, calls = Wrapped(), []
+    with module.register_full_backward_hook(lambda m, gi, go: calls.append(1)):
+        out = module(torch.ones(1, 1, 4, 4, requires_grad=True))
+        tensor = out["y"] if pack == "dict" else (out[0][0] if pack == "nested_tuple" else out[0])
+        tensor.sum().backward()
+    assert calls == []
+
+
+@pytest.mark.parametrize("make", [lambda ps: torch.optim.Adam(ps, lr=0.1), lambda ps: torch.optim.AdamW(ps),
+                                  lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9)], ids=["adam", "adamw", "sgdm"])
+@pytest.mark.parametrize("where", ["step_pre", "step_post", "state_dict_post"])
+def test_removing_an_optimizer_hook_inside_breaks_the_loop_for_every_optimizer(make, where):
+    p = nn.Parameter(torch.ones(2))
+    optimizer = make([p])
+    register = {"step_pre": optimizer.register_step_pre_hook, "step_post": optimizer.register_step_post_hook,
+                "state_dict_post": optimizer.register_state_dict_post_hook}[where]
+    handles = []
+    handles.append(register(lambda *args: handles[0].remove()))
+    handles.append(register(lambda *args: None))
+    p.grad = torch.ones(2)
+    try:
+        with pytest.raises(RuntimeError, match="mutated during iteration"):
+            optimizer.state_dict() if where == "state_dict_post" else optimizer.step()
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@pytest.mark.parametrize("make", [lambda ps: torch.optim.Adam(ps, lr=0.1), lambda ps: torch.optim.RMSprop(ps)],
+                         ids=["adam", "rmsprop"])
+def test_deepcopy_drops_the_hooks_of_other_optimizers(make):
+    p = nn.Parameter(torch.ones(2))
+    optimizer = make([p])
+    with optimizer.register_step_pre_hook(lambda *args: None), optimizer.register_state_dict_pre_hook(lambda o: None):
+        duplicate = copy.deepcopy(optimizer)
+        assert not hook_kind("optimizer_step_pre").hooks_of(duplicate)
+        assert not hook_kind("optimizer_state_dict_pre").hooks_of(duplicate)
+        assert hook_kind("optimizer_step_pre").hooks_of(optimizer)
