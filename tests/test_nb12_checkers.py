@@ -88,7 +88,7 @@ def test_right_answers_pass(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (nb12.check_attention_weights, _weights(average=True), "average_attn_weights=False"),
         (nb12.check_attention_weights, _weights(average=False, ask=False), "need_weights=False"),
-        (nb12.check_patch_position, _patch(position_only=True, returns=False), "by returning"),
+        (nb12.check_patch_position, _patch(position_only=True, returns=False), "returned None"),
         (nb12.check_patch_position, _patch(position_only=False, returns=True), "only the one position"),
         (nb12.check_logit_lens, _lens(norm=False), "final norm"),
     ],
@@ -110,3 +110,70 @@ def test_the_stub_is_not_solved() -> None:
     for check in (nb12.check_attention_weights, nb12.check_patch_position, nb12.check_logit_lens):
         with pytest.raises(ExerciseNotSolved, match="not solved yet"):
             check(stub)
+
+
+def _leaves_a_global_hook(answer: Callable[..., object]) -> Callable[..., object]:
+    """The right answer, plus a global forward hook it never removes (it fires for every module in the process)."""
+
+    def leaky(*args: object) -> object:
+        torch.nn.modules.module.register_module_forward_hook(lambda module, inputs, output: None)
+        return answer(*args)
+
+    return leaky
+
+
+@pytest.mark.parametrize(
+    ("check", "answer"),
+    [
+        (nb12.check_attention_weights, _weights(average=False)),
+        (nb12.check_patch_position, _patch(position_only=True, returns=True)),
+        (nb12.check_logit_lens, _lens(norm=True)),
+    ],
+)
+def test_a_global_hook_left_behind_is_refused_and_removed(
+    check: Callable[..., None], answer: Callable[..., object]
+) -> None:
+    before = len(torch.nn.modules.module._global_forward_hooks)
+    with pytest.raises(ExerciseNotSolved, match=r"global module hook\(s\) \(global_forward\) are still registered"):
+        check(_leaves_a_global_hook(answer))
+    assert len(torch.nn.modules.module._global_forward_hooks) == before  # the checker cleaned up after the learner
+
+
+def test_fast_path_left_off_is_named_not_blamed_on_a_hook() -> None:
+    right = _weights(average=False)
+
+    def fast_path_off(model, tokens, index):  # noqa: ANN001, ANN202
+        torch.backends.mha.set_fastpath_enabled(False)
+        return right(model, tokens, index)
+
+    with pytest.raises(ExerciseNotSolved, match=r"set_fastpath_enabled\(False\) is still in effect") as caught:
+        nb12.check_attention_weights(fast_path_off)
+    assert "a hook is still attached" not in str(caught.value)
+    assert torch.backends.mha.get_fastpath_enabled()  # the checker turned it back on
+
+
+def test_in_place_patch_without_return_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    """Assigning into the output itself (no clone, no return) changes the output: the checker accepts it."""
+
+    def patch_position(model, clean, corrupt, layer_index, position):  # noqa: ANN001, ANN202
+        layer = model.encoder.layers[layer_index]
+        kept = {}
+        handle = layer.register_forward_hook(lambda m, a, out: kept.update(clean=out.detach()))
+        try:
+            with torch.no_grad():
+                model(clean)
+        finally:
+            handle.remove()
+
+        def patch(module, args, output):  # noqa: ANN001, ANN202
+            output[:, position] = kept["clean"][:, position]
+
+        handle = layer.register_forward_hook(patch)
+        try:
+            with torch.no_grad():
+                return model(corrupt)
+        finally:
+            handle.remove()
+
+    nb12.check_patch_position(patch_position)
+    assert capsys.readouterr().out.startswith("✓")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -24,9 +26,53 @@ def parameter_hook_logger(optimizer, log):
     return first.register_hook(lambda g: log.append(g.norm().item()))
 
 
-def test_true_norm_logger_accepts_a_step_pre_hook(capsys):
-    check_true_norm_logger(step_pre_hook_logger)
+def step_post_hook_logger(optimizer, log):
+    """The answer for both kinds of optimizer: after the step, skipping a non-finite norm (a skipped fused step)."""
+
+    def log_norm(opt, args, kwargs):
+        norm = _total_norm(opt)
+        if math.isfinite(norm):
+            log.append(norm)
+
+    return optimizer.register_step_post_hook(log_norm)
+
+
+def finite_step_pre_hook_logger(optimizer, log):
+    """A pre-hook that skips non-finite norms: right for SGD, scaled for a fused optimizer."""
+
+    def log_norm(opt, args, kwargs):
+        norm = _total_norm(opt)
+        if math.isfinite(norm):
+            log.append(norm)
+
+    return optimizer.register_step_pre_hook(log_norm)
+
+
+def test_true_norm_logger_accepts_a_step_post_hook(capsys):
+    check_true_norm_logger(step_post_hook_logger)
     assert capsys.readouterr().out.startswith("✓")
+
+
+def test_a_plain_step_pre_hook_fails_on_the_fused_optimizers_skipped_step():
+    with pytest.raises(ExerciseNotSolved, match=r"with SGD\(fused=True\) you logged 4 values .* fused optimizer"):
+        check_true_norm_logger(step_pre_hook_logger)
+
+
+def test_a_step_pre_hook_sees_scaled_gradients_of_a_fused_optimizer():
+    with pytest.raises(ExerciseNotSolved, match=r"with SGD\(fused=True\) your norms are 65536 times"):
+        check_true_norm_logger(finite_step_pre_hook_logger)
+
+
+def test_true_norm_logger_refuses_a_global_hook_left_behind():
+    before = len(torch.nn.modules.module._global_forward_hooks)
+
+    def leaky(optimizer, log):
+        torch.nn.modules.module.register_module_forward_hook(lambda module, inputs, output: None)
+        return step_post_hook_logger(optimizer, log)
+
+    with pytest.raises(ExerciseNotSolved, match="global module hook"):
+        check_true_norm_logger(leaky)
+    assert len(torch.nn.modules.module._global_forward_hooks) == before
 
 
 def test_true_norm_logger_rejects_a_parameter_hook():
@@ -102,3 +148,15 @@ def test_frozen_gradcam_reports_the_plain_grad_cam_failure():
 
     with pytest.raises(ExerciseNotSolved):
         check_frozen_gradcam(plain)
+
+
+def test_frozen_gradcam_refuses_a_global_hook_left_behind():
+    before = len(torch.nn.modules.module._global_forward_pre_hooks)
+
+    def leaky(model, layer, batch, target):
+        torch.nn.modules.module.register_module_forward_pre_hook(lambda module, inputs: None)
+        return _gradcam(model, layer, batch, target)
+
+    with pytest.raises(ExerciseNotSolved, match=r"global module hook\(s\) \(global_forward_pre\)"):
+        check_frozen_gradcam(leaky)
+    assert len(torch.nn.modules.module._global_forward_pre_hooks) == before

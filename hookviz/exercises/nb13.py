@@ -9,7 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from hookviz.exercises import call_learner_code, checker, expect, passed
+from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, expect, missing_return, passed
+from hookviz.exercises.nb12 import expect_no_new_global_hooks, global_hook_ids, remove_new_global_hooks
 from hookviz.hooks_table import list_hooks
 from hookviz.models import DigitsCNN
 
@@ -21,12 +22,42 @@ def _total_norm(optimizer: torch.optim.Optimizer) -> float:
     return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])).item()
 
 
+#: The optimizers exercise 1 is checked with: an ordinary one, whose step hooks see unscaled gradients and skip a
+#: skipped step, and two fused ones, which take the scale themselves (their step pre-hook sees scaled gradients, and
+#: both step hooks run on a step the scaler skips).
+_OPTIMIZERS: dict[str, Callable[[Any], torch.optim.Optimizer]] = {
+    "SGD": lambda params: torch.optim.SGD(params, lr=0.05),
+    "SGD(fused=True)": lambda params: torch.optim.SGD(params, lr=0.05, fused=True),
+    "Adam(fused=True)": lambda params: torch.optim.Adam(params, lr=1e-3, fused=True),
+}
+
+
 @checker
 def check_true_norm_logger(attach: Callable[[torch.optim.Optimizer, list[float]], Any]) -> None:
-    """Check ``attach(optimizer, log)``: log the unscaled total gradient norm once per step actually taken."""
+    """Check ``attach(optimizer, log)``: log the unscaled total gradient norm once per step actually taken.
+
+    It runs with an ordinary optimizer (``SGD``) and with fused ones (``fused=True``), which unscale inside their
+    own step: the answer must hold for both kinds. Global module hooks left behind are refused too.
+    """
+    before = global_hook_ids()
+    try:
+        for name, make in _OPTIMIZERS.items():
+            _check_true_norm_logger(attach, name, make)
+        expect_no_new_global_hooks(before, "attach_true_norm_logger(...)")
+    finally:
+        remove_new_global_hooks(before)
+    passed("3 unscaled norms for 3 steps taken; the skipped NaN step left no entry")
+
+
+def _check_true_norm_logger(
+    attach: Callable[[torch.optim.Optimizer, list[float]], Any],
+    name: str,
+    make: Callable[[Any], torch.optim.Optimizer],
+) -> None:
     torch.manual_seed(3)
     model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    optimizer = make(model.parameters())
+    fused = name != "SGD"
     scaler = torch.amp.GradScaler("cpu")
     x, y = torch.randn(32, 6), torch.randint(0, 4, (32,))
     bad = x.clone()
@@ -38,8 +69,8 @@ def check_true_norm_logger(attach: Callable[[torch.optim.Optimizer, list[float]]
         "attach should return the handle of the hook it registered (what register_step_pre_hook returns)",
     )
     truth: list[float] = []
-    reference = optimizer.register_step_pre_hook(lambda opt, args, kwargs: truth.append(_total_norm(opt)))
     skipped = []
+    scales = []
     try:
         for inputs in (x, bad, x, x):
             optimizer.zero_grad()
@@ -47,17 +78,26 @@ def check_true_norm_logger(attach: Callable[[torch.optim.Optimizer, list[float]]
                 loss = nn.functional.cross_entropy(model(inputs), y)
             scaler.scale(loss).backward()
             scale = scaler.get_scale()
+            true_norm = _total_norm(optimizer) / scale  # dividing by a power of two is exact
             scaler.step(optimizer)
             scaler.update()
             skipped.append(scaler.get_scale() < scale)
+            if not skipped[-1]:
+                truth.append(true_norm)
+                scales.append(scale)
     finally:
-        reference.remove()
         handle.remove()
     expect(skipped == [False, True, False, False], "internal: the NaN step was expected to be skipped")
     expect(
         all(isinstance(v, float) for v in log),
         f"log floats (e.g. norm.item()), got {sorted({type(v).__name__ for v in log})}",
     )
+    if fused and len(log) == len(truth) + 1:
+        raise ExerciseNotSolved(
+            f"with {name} you logged {len(log)} values for 3 steps taken: a fused optimizer runs its step hooks on "
+            "the step the scaler skips too (it skips the update inside its kernel). Skip a norm that is not finite "
+            "(math.isfinite)."
+        )
     expect(
         len(log) == len(truth),
         f"4 steps ran and the scaler skipped one (NaN gradients): 3 steps were taken, you logged {len(log)} "
@@ -65,8 +105,15 @@ def check_true_norm_logger(attach: Callable[[torch.optim.Optimizer, list[float]]
         "parameter also fires on the skipped step.",
     )
     ratios = [got / want for got, want in zip(log, truth, strict=True)]
+    scaled = any(math.isclose(r, s, rel_tol=1e-3) or r > 100 for r, s in zip(ratios, scales, strict=True))
+    if fused and scaled:
+        raise ExerciseNotSolved(
+            f"with {name} your norms are {ratios[0]:.0f} times the true ones: a fused optimizer unscales the "
+            "gradients inside its own step, so its step pre-hook still sees them scaled. A step post-hook sees "
+            "them unscaled with both kinds of optimizer."
+        )
     expect(
-        not any(math.isclose(r, scaler.get_scale(), rel_tol=1e-3) or r > 100 for r in ratios),
+        not scaled,
         f"your norms are {ratios[0]:.0f} times the true ones: you logged scaled gradients. The step pre-hook runs "
         "after scaler.step() has unscaled them; read p.grad there.",
     )
@@ -77,7 +124,6 @@ def check_true_norm_logger(attach: Callable[[torch.optim.Optimizer, list[float]]
     )
     left = list_hooks(model, include_global=False, optimizer=optimizer)
     expect(not left, f"{len(left)} hook(s) still attached after handle.remove(): return the handle of your hook")
-    passed("3 unscaled norms for 3 steps taken; the skipped NaN step left no entry")
 
 
 def _reference_cam(model: nn.Module, layer: nn.Module, images: Tensor, target: int) -> Tensor:
@@ -98,7 +144,20 @@ def _reference_cam(model: nn.Module, layer: nn.Module, images: Tensor, target: i
 
 @checker
 def check_frozen_gradcam(frozen_gradcam: Callable[[nn.Module, nn.Module, Tensor, int], Tensor]) -> None:
-    """Check ``frozen_gradcam(model, layer, images, target)`` on a fully frozen model."""
+    """Check ``frozen_gradcam(model, layer, images, target)`` on a fully frozen model.
+
+    No hook may be left, neither on the model nor a global module hook (those are removed after the check).
+    """
+    before = global_hook_ids()
+    try:
+        _check_frozen_gradcam(frozen_gradcam, before)
+    finally:
+        remove_new_global_hooks(before)
+
+
+def _check_frozen_gradcam(
+    frozen_gradcam: Callable[[nn.Module, nn.Module, Tensor, int], Tensor], before: set[tuple[str, int]]
+) -> None:
     from hookviz.data import load_digits
 
     torch.manual_seed(4)
@@ -111,6 +170,7 @@ def check_frozen_gradcam(frozen_gradcam: Callable[[nn.Module, nn.Module, Tensor,
         layer = dict(frozen.named_modules())[layer_name]
         want = _reference_cam(trainable, dict(trainable.named_modules())[layer_name], images, target)
         got = call_learner_code(frozen_gradcam, frozen, layer, images.clone(), target)
+        missing_return(frozen_gradcam, got, "frozen_gradcam should return the map as a tensor")
         expect(isinstance(got, Tensor), f"frozen_gradcam should return a tensor, got {type(got).__name__}")
         expect(
             tuple(got.shape) == tuple(want.shape),
@@ -128,4 +188,5 @@ def check_frozen_gradcam(frozen_gradcam: Callable[[nn.Module, nn.Module, Tensor,
         expect(all(p.grad is None for p in frozen.parameters()), "frozen parameters got a .grad")
         left = list_hooks(frozen, include_global=False)
         expect(not left, f"{len(left)} hook(s) left on the model: remove them in a finally block")
+        expect_no_new_global_hooks(before, "frozen_gradcam(...)")
     passed("Grad-CAM on a fully frozen model matches the unfrozen one, and the model stays frozen with no hooks")

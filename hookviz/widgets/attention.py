@@ -27,7 +27,19 @@ from hookviz.capture import HookGroup
 from hookviz.i18n import tr
 from hookviz.render import FONT_PX, colorize, png_bytes
 from hookviz.text import closest_hint
-from hookviz.widgets.common import StaticFallback, caption_html, refuse, row, run_mode, show_png
+from hookviz.widgets.common import (
+    StaticFallback,
+    caption_html,
+    check_int,
+    check_model,
+    refuse,
+    row,
+    run_mode,
+    run_model,
+    show_png,
+    using_model,
+)
+from hookviz.widgets.decoder_attention import capture_decoder_attention, decoder_attention_modules
 
 __all__ = ["ATTENTION_KEY", "AttentionExplorer", "AttentionState", "attention_modules", "capture_attention"]
 
@@ -55,6 +67,30 @@ def _ask_for_weights(
     return tuple(args[:3]), kwargs
 
 
+def _sequence_length(inputs: Any, model_kwargs: dict[str, Any] | None) -> int | None:
+    """The full sequence length of the call: a padding mask's last dimension, else the input's second one.
+
+    A nested tensor (what ``nn.TransformerEncoder`` makes of a padded batch) pads back only to its
+    longest row, so a batch whose rows all end in padding would come back short without it.
+    """
+    masks = [
+        value.shape[-1]
+        for name, value in (model_kwargs or {}).items()
+        if "padding_mask" in name and isinstance(value, Tensor) and value.ndim == 2
+    ]
+    if masks:
+        return max(masks)
+    return int(inputs.shape[1]) if isinstance(inputs, Tensor) and inputs.ndim >= 2 else None
+
+
+def _pad_to_length(weights: Tensor, length: int | None) -> Tensor:
+    """``(N, heads, l, l)`` weights padded with zeros to ``(N, heads, length, length)`` (padding = no attention)."""
+    if length is None or weights.shape[-1] >= length:
+        return weights
+    grow = length - weights.shape[-1]
+    return nn.functional.pad(weights, (0, grow, 0, length - weights.shape[-2]))
+
+
 def capture_attention(
     model: nn.Module,
     inputs: Any,
@@ -70,7 +106,11 @@ def capture_attention(
     ``layers`` are qualified names (default: every ``nn.MultiheadAttention``). The hooks live only
     during this call; each submodule's mode is restored afterwards.
     """
+    if model_kwargs is not None and not isinstance(model_kwargs, dict):
+        raise TypeError(f"model_kwargs must be a dict of keyword arguments for the model, not {model_kwargs!r}")
     modules = attention_modules(model)
+    if not modules and decoder_attention_modules(model):  # a Llama-style decoder: recompute from q and k
+        return capture_decoder_attention(model, inputs, layers=layers, model_kwargs=model_kwargs, key=key)
     if not modules:
         raise ValueError(f"{type(model).__name__} has no nn.MultiheadAttention to show")
     chosen = list(modules) if layers is None else list(layers)
@@ -78,22 +118,34 @@ def capture_attention(
         if name not in modules:
             raise KeyError(f"no nn.MultiheadAttention named {name!r}{closest_hint(name, list(modules))}")
     found: dict[str, Tensor] = {}
+    full_length = _sequence_length(inputs, model_kwargs)
 
     def keep(name: str) -> Any:
         def hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
             weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
             if isinstance(weights, Tensor):
-                if weights.is_nested:  # a padded batch the encoder turned into a nested tensor
-                    weights = weights.to_padded_tensor(0.0)
+                # A padded batch the encoder turned into a nested tensor: the weights come padded (or nested)
+                # to the longest row only; pad them back to the full length.
+                if weights.is_nested or any(isinstance(a, Tensor) and a.is_nested for a in args[:1]):
+                    dense = weights.to_padded_tensor(0.0) if weights.is_nested else weights
+                    weights = _pad_to_length(dense, full_length)
+                if weights.ndim == 3:  # an unbatched call (L, E): (heads, L, S) is one sample, not `heads` samples
+                    weights = weights.unsqueeze(0)
                 found[name] = weights.detach().float().cpu()
 
         return hook
 
-    with run_mode(model, False), torch.no_grad(), HookGroup(model, key=key) as hooks:
+    owner = object()
+    with (
+        using_model(model, owner, "an AttentionExplorer", "AttentionExplorer"),
+        run_mode(model, False),
+        torch.no_grad(),
+        HookGroup(model, key=key) as hooks,
+    ):
         for name in chosen:
             hooks.register(modules[name], "forward_pre", _ask_for_weights, with_kwargs=True)
             hooks.register(modules[name], "forward", keep(name))
-        model(inputs, **(model_kwargs or {}))
+        run_model(model, inputs, "AttentionExplorer", **(model_kwargs or {}))
     return {name: found[name] for name in chosen if name in found}
 
 
@@ -131,8 +183,12 @@ class AttentionState:
         model_kwargs: dict[str, Any] | None = None,
         key: str = ATTENTION_KEY,
     ) -> None:
-        if not isinstance(model, nn.Module):
-            raise TypeError(f"expected an nn.Module, got {type(model).__name__}")
+        check_model(model, "AttentionExplorer")
+        if isinstance(inputs, Tensor) and (inputs.ndim == 0 or len(inputs) == 0):
+            raise ValueError(
+                "inputs must be a batch with at least one sample (shape (N, L) of tokens or (N, L, features)); "
+                f"got shape {tuple(inputs.shape)}"
+            )
         self.model = model
         self.inputs = inputs
         weights = capture_attention(model, inputs, layers=layers, model_kwargs=model_kwargs, key=key)
@@ -168,6 +224,8 @@ class AttentionState:
                 raise KeyError(f"no attention layer named {layer!r}{closest_hint(layer, self.layers)}")
             self.layer = layer
         if head != "keep":
+            if head is not None:
+                head = check_int(head, "head", fix="None shows the mean of the heads")
             if head is not None and not 0 <= int(head) < self.heads():
                 raise IndexError(
                     f"head {head} does not exist: {self.layer!r} has {self.heads()} heads (0 to {self.heads() - 1})"
@@ -176,8 +234,12 @@ class AttentionState:
         elif self.head is not None and self.head >= self.heads():
             self.head = 0
         if sample is not None:
+            sample = check_int(sample, "sample")
             if not 0 <= int(sample) < self.n_samples:
-                raise IndexError(f"sample {sample} is out of range: the batch has {self.n_samples} samples")
+                raise IndexError(
+                    f"sample {sample} is out of range: the batch has {self.n_samples} samples "
+                    f"(0 to {self.n_samples - 1})"
+                )
             self.sample = int(sample)
         return self
 
@@ -207,7 +269,7 @@ class AttentionState:
 
     def caption(self) -> str:
         """One line: layer, head, sample and what the picture shows."""
-        head = "mean of heads" if self.head is None else f"head {self.head}/{self.heads()}"
+        head = "mean of heads" if self.head is None else f"head {self.head} (heads 0-{self.heads() - 1})"
         rows, cols = self.pattern().shape
         return f"{self.layer} · {head} · sample {self.sample} · {rows} queries (rows) x {cols} keys (columns)"
 
@@ -285,6 +347,7 @@ class AttentionExplorer(StaticFallback, widgets.VBox):
         self.head.observe(lambda ch: self._apply(head=None if ch["new"] == "mean" else ch["new"]), names="value")
         self.sample.observe(self._on_sample, names="value")
         self.refresh()
+        self._close_previous_run("AttentionExplorer")
 
     def _head_options(self) -> list[tuple[str, int | str]]:
         return [("mean of heads", "mean"), *[(f"head {h}", h) for h in range(self.state.heads())]]
@@ -325,4 +388,6 @@ class AttentionExplorer(StaticFallback, widgets.VBox):
         return self.state.png()
 
     def __repr__(self) -> str:
+        if self.state is None:
+            return "AttentionExplorer(closed)"
         return f"AttentionExplorer({self.state.caption()})"
