@@ -167,3 +167,71 @@ def test_batch_first_false_positional_need_weights_and_padding() -> None:
         warnings.simplefilter("ignore")  # the encoder's nested-tensor prototype warning
         state = AttentionState(model, tokens, model_kwargs={"src_key_padding_mask": pad})
     assert np.allclose(state.pattern()[:6, 6:], 0.0)  # padded keys get no attention
+
+
+def test_attention_choices_are_whole_numbers_and_a_batch_is_not_empty() -> None:
+    model = hookviz.load_tiny_transformer()
+    tokens = hookviz.make_tiny_batch(3)[0]
+    state = AttentionState(model, tokens)
+    for head in (1.5, "2", True):
+        with pytest.raises(TypeError, match="head must be a whole number"):
+            state.select(head=head)
+    with pytest.raises(TypeError, match="sample must be a whole number"):
+        state.select(sample=1.7)
+    assert state.head == 0 and state.sample == 0  # nothing was coerced
+    with pytest.raises(ValueError, match="at least one sample"):
+        AttentionState(model, tokens[:0])
+    with pytest.raises(ValueError, match=r"for one row pass tokens\[None\]"):
+        AttentionState(model, tokens[0])
+
+
+def test_a_closed_attention_explorer_lets_its_model_go() -> None:
+    import gc
+    import weakref
+
+    from ipywidgets.widgets.widget import _instances
+
+    before = set(_instances)
+    model = hookviz.load_tiny_transformer()
+    ref = weakref.ref(model)
+    explorer = AttentionExplorer(model, hookviz.make_tiny_batch(2)[0])
+    explorer.close()
+    assert set(_instances) == before
+    del explorer, model
+    gc.collect()
+    assert ref() is None
+
+
+def test_padded_batch_gives_full_size_patterns_with_zero_weight_on_padding() -> None:
+    """With a padding mask the layers may run on nested tensors; the patterns still cover every position."""
+    model = hookviz.load_tiny_transformer()
+    tokens, _ = hookviz.make_tiny_batch(8, seed=3)
+    padded = torch.zeros(8, hookviz.transformer.SEQ_LEN, dtype=torch.bool)
+    padded[:, 6:] = True  # every row ends in two padding positions: the case that came back (8, 2, 6, 6)
+    before = _snapshot(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        state = AttentionState(model, tokens, model_kwargs={"src_key_padding_mask": padded})
+    for name, pattern in state.patterns.items():
+        assert pattern.shape == (8, 2, 8, 8), name
+        assert (pattern[..., 6:] == 0).all(), f"{name}: attention on padded keys"
+        # each real query's weights over the real keys sum to 1 (padded query rows hold no pattern)
+        np.testing.assert_allclose(pattern[:, :, :6, :6].sum(-1), 1.0, atol=1e-5)
+    after = _snapshot(model)
+    assert all(torch.equal(before[0][k], after[0][k]) for k in before[0]) and before[1:] == after[1:]
+    assert not hookviz.list_hooks(model)
+
+
+def test_unbatched_attention_call_is_one_sample_with_its_heads() -> None:
+    class OneSequence(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attn = nn.MultiheadAttention(8, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.attn(x, x, x)[0]
+
+    state = AttentionState(OneSequence(), torch.randn(5, 8))
+    assert state.n_samples == 1 and state.heads() == 2
+    (pattern,) = state.patterns.values()
+    assert pattern.shape == (1, 2, 5, 5)
