@@ -136,6 +136,7 @@ execute: setup
 weights: setup
 	$(PY) scripts/train_digits_cnn.py
 	$(PY) scripts/train_tiny_transformer.py
+	$(PY) scripts/train_tiny_decoder.py
 
 # Removes the environment and caches only: student/ holds learners' work and is never deleted here.
 clean:
