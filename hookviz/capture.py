@@ -245,15 +245,25 @@ def resolve_layers(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"expected an nn.Module, got {type(model).__name__}")
+    if types is not None and not (
+        isinstance(types, type) or (isinstance(types, tuple) and all(isinstance(t, type) for t in types))
+    ):
+        raise TypeError(f"types must be a module class or a tuple of classes (e.g. nn.Conv2d), not {types!r}")
     named = dict(model.named_modules())
     if isinstance(layers, str):
         layers = [layers]
     if layers is not None:
+        if not isinstance(layers, Iterable) or isinstance(layers, (bytes, Tensor)):
+            raise TypeError(
+                "layers must be a layer name or a list of names from model.named_modules() "
+                f"(e.g. ['features.0']), or None for every leaf; got {layers!r}"
+            )
         layers = list(layers)
         for name in layers:
             if not isinstance(name, str):
                 raise TypeError(f"layer names must be strings from named_modules(), got {name!r}")
             if name not in named:
+                _refuse_second_name(model, named, name)
                 hint = closest_hint(name, named)
                 raise KeyError(f"no layer named {name!r} in {type(model).__name__}{hint}")
         chosen = {name: named[name] for name in named if name in set(layers)}
@@ -267,6 +277,19 @@ def resolve_layers(
         wanted = f" of type {types}" if types is not None else ""
         raise ValueError(f"no layers{wanted} to capture in {type(model).__name__}")
     return chosen
+
+
+def _refuse_second_name(model: nn.Module, named: dict[str, nn.Module], name: str) -> None:
+    """Raise a clear ``KeyError`` when ``name`` is a second name of a module shared under two names."""
+    every = dict(model.named_modules(remove_duplicate=False))
+    module = every.get(name)
+    if module is None:
+        return
+    first = next(n for n, m in named.items() if m is module)
+    raise KeyError(
+        f"layer {name!r} of {type(model).__name__} is the same module as {first!r} (one module shared under two "
+        f"names): named_modules() lists it once, as {first!r}; use {first!r} (it records every call of the module)"
+    )
 
 
 # --------------------------------------------------------------------------- records
@@ -336,6 +359,7 @@ class LayerRecord:
     activations: list[Any] = field(default_factory=list)
     gradients: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    entangled: dict[int, str] = field(default_factory=dict)  # call -> why some outputs have no own gradient
 
     @property
     def calls(self) -> int:
@@ -424,6 +448,7 @@ class Capture:
             rec.activations.clear()
             rec.gradients.clear()
             rec.notes.clear()
+            rec.entangled.clear()
         self.forward_order.clear()
         self.backward_order.clear()
 
@@ -457,8 +482,14 @@ class Capture:
                 )
                 record.note(f"no gradients: the output does not require grad ({why})")
             structure = None if isinstance(output, Tensor) else _map_tensors(output, lambda t: None)
+            entangled = _entangled(needs_grad, args) if len(needs_grad) > 1 else {}
+            if entangled:
+                reason = "; ".join(dict.fromkeys(entangled.values()))
+                record.entangled[call] = reason
+                record.note(reason)
             for path, t in needs_grad:
-                t.register_hook(self._make_grad_hook(record, call, path, structure))
+                if path not in entangled:
+                    t.register_hook(self._make_grad_hook(record, call, path, structure))
 
         return forward_hook
 
@@ -502,6 +533,11 @@ class Capture:
         record = self._record(name)
         if not record.gradients:
             raise LookupError(f"layer {name!r} was not called while capturing")
+        if not -len(record.gradients) <= call < len(record.gradients):
+            raise IndexError(f"layer {name!r} was called {record.calls} time(s); there is no call {call}")
+        entangled = record.entangled.get(call % len(record.gradients))
+        if entangled:
+            raise LookupError(f"no per-output gradient captured for {name!r}: {entangled}")
         grad = record.gradients[call]
         if grad is None:
             why = "; ".join(record.notes) or "backward() has not reached this layer (was it called?)"
@@ -525,6 +561,7 @@ class Capture:
 
     def nonfinite(self) -> dict[str, dict[str, int]]:
         """Count NaN and Inf values per layer, in activations and gradients (values are kept)."""
+        self._refuse_reduced("nonfinite()")
         result = {}
         for name, rec in self.records.items():
             counts = {"act_nan": 0, "act_inf": 0, "grad_nan": 0, "grad_inf": 0}
@@ -547,6 +584,7 @@ class Capture:
         """
         if where not in ("activations", "gradients"):
             raise ValueError(f"where must be 'activations' or 'gradients', not {where!r}")
+        self._refuse_reduced("first_nonfinite()")
         order = self.forward_order if where == "activations" else self.backward_order
         for name, call in order:
             record = self.records[name]
@@ -555,10 +593,70 @@ class Capture:
                 return name, call
         return None
 
+    def _refuse_reduced(self, what: str) -> None:
+        if self.reduce is not None:
+            raise ValueError(
+                f"{what} reads the captured tensors, but this capture kept reduce(tensor) instead "
+                f"(reduce={self.reduce!r}): a summary such as a mean can hide or invent NaN/Inf. "
+                "Capture with reduce=None to look for NaN and Inf, or count them inside your reduce function"
+            )
+
     def __repr__(self) -> str:
         state = "active" if self.active else "stopped"
         calls = {name: rec.calls for name, rec in self.records.items()}
         return f"Capture({state}, key={self.key!r}, calls={calls})"
+
+
+def _autograd_id(t: Tensor) -> tuple[int, int]:
+    """What autograd knows a tensor as: its node and output number (the tensor itself for a leaf)."""
+    return (id(t.grad_fn), t.output_nr) if t.grad_fn is not None else (id(t), -1)
+
+
+def _path_text(path: tuple[int | str, ...]) -> str:
+    return "".join(f"[{step!r}]" for step in path) or "output"
+
+
+def _entangled(outputs: list[tuple[tuple[int | str, ...], Tensor]], args: tuple[Any, ...]) -> dict[Any, str]:
+    """Outputs of one module call whose tensor-hook gradient would not be their own gradient, and why.
+
+    A tensor hook sees the tensor's *total* gradient: when the same tensor is returned twice, or one
+    returned tensor is computed from another inside the module, the hook on the first sees the
+    gradient that flows through both. Those outputs are returned (``{path: reason}``) so that no
+    hook is registered on them. Walks the autograd graph from each output back to the module's inputs.
+    """
+    by_id: dict[tuple[int, int], list[tuple[int | str, ...]]] = {}
+    for path, t in outputs:
+        by_id.setdefault(_autograd_id(t), []).append(path)
+    refused: dict[Any, str] = {}
+    for paths in by_id.values():
+        if len(paths) > 1:
+            reason = (
+                f"outputs {' and '.join(map(_path_text, paths))} are the same tensor (aliased): a tensor hook "
+                "sees the sum of their gradients, so no per-output gradient is captured for them"
+            )
+            refused.update({p: reason for p in paths})
+    targets = {key: paths[0] for key, paths in by_id.items() if key[1] >= 0}
+    boundary = {id(t.grad_fn) for _, t in iter_tensors(args) if t.grad_fn is not None}
+    for path, t in outputs:
+        if t.grad_fn is None:
+            continue
+        seen: set[int] = set()
+        stack = [t.grad_fn]
+        while stack and len(seen) < 200_000:
+            node = stack.pop()
+            for parent, number in node.next_functions:
+                if parent is None:
+                    continue
+                source = targets.get((id(parent), number))
+                if source is not None and source != path:
+                    refused[source] = (
+                        f"output {_path_text(path)} is computed from output {_path_text(source)}: a tensor hook on "
+                        f"{_path_text(source)} sees the gradient through both, so its own gradient is not captured"
+                    )
+                if id(parent) not in seen and id(parent) not in boundary:
+                    seen.add(id(parent))
+                    stack.append(parent)
+    return refused
 
 
 def _thaw(structure: Any) -> Any:
@@ -605,5 +703,15 @@ def capture(
 
     Returns:
         A :class:`Capture`; use it in a ``with`` block, or call ``start()`` and ``stop()``.
+
+    When a layer returns the same tensor twice, or one of its outputs is computed from another, a
+    tensor hook would see the gradient of both: no gradient is captured for those outputs, the
+    layer's notes say why, and :meth:`Capture.gradient` refuses that call naming the outputs.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"capture() needs model to be an nn.Module, got {type(model).__name__}")
+    if reduce is not None and not callable(reduce):
+        raise TypeError(f"reduce must be a function of a tensor (or None), not {reduce!r}")
+    if key is not None and not isinstance(key, str):
+        raise TypeError(f"key must be a string (or None), not {key!r}")
     return Capture(model, resolve_layers(model, layers, types), grads=grads, key=key, copy=copy, reduce=reduce)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import html
 import importlib
+import types
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +28,15 @@ from hookviz.capture import forget_model
 from hookviz.catalogue import HookKind, kinds
 from hookviz.text import text_table
 
-__all__ = ["HookRow", "HookTable", "list_global_hooks", "list_hooks", "remove_all_hooks"]
+__all__ = [
+    "HookRow",
+    "HookTable",
+    "RemovedHooks",
+    "list_global_hooks",
+    "list_hooks",
+    "pytorch_owned",
+    "remove_all_hooks",
+]
 
 # Extra per-module / global dicts that PyTorch keys by the same hook id (flags of a hook).
 _MODULE_EXTRAS = {
@@ -177,54 +187,115 @@ def list_hooks(
     return table
 
 
-def _clear(holder: Any, kind: HookKind, cleared: set[int]) -> int:
-    """Empty the dict that holds ``kind`` hooks on ``holder``; count each dict once."""
+def pytorch_owned(fn: Any) -> bool:
+    """True for a hook that one of PyTorch's own utilities attached and needs (it is defined inside ``torch``).
+
+    ``torch.nn.utils.prune`` recomputes ``weight`` from ``weight_orig * weight_mask`` in a forward
+    pre-hook, ``weight_norm`` and ``spectral_norm`` recompute the weight the same way, FSDP, DDP and
+    quantization observers keep their machinery in hooks too. Each of those hooks is a function, a
+    bound method, a ``functools.partial`` or a callable object whose code lives in a ``torch.*`` module;
+    a hook written by a user (or by hookviz) never does.
+    """
+    for _ in range(5):  # unwrap functools.partial and PyTorch's wrapper of a hook (module._WrappedHook)
+        inner = getattr(fn, "func", None)
+        if inner is None and type(fn).__name__ == "_WrappedHook":
+            inner = getattr(fn, "hook", None)
+        if inner is None or inner is fn:
+            break
+        fn = inner
+    function = getattr(fn, "__func__", fn)  # a bound method: the function it runs
+    if isinstance(function, types.FunctionType):
+        module = function.__module__
+    else:  # a callable object (prune's L1Unstructured, WeightNorm ...): its class
+        module = type(fn).__module__
+    return isinstance(module, str) and (module == "torch" or module.startswith("torch."))
+
+
+class RemovedHooks(int):
+    """How many hooks :func:`remove_all_hooks` removed (an ``int``), with ``kept``: the PyTorch-owned hooks it left."""
+
+    kept: HookTable
+
+    def __new__(cls, removed: int, kept: HookTable) -> RemovedHooks:
+        value = super().__new__(cls, removed)
+        value.kept = kept
+        return value
+
+
+def _clear(
+    holder: Any, kind: HookKind, cleared: set[int], where: str, kept: HookTable, extras: tuple[str, ...] = ()
+) -> int:
+    """Remove ``kind`` hooks from ``holder`` but PyTorch-owned ones (added to ``kept``); count each dict once."""
     hooks = getattr(holder, kind.storage_attr, None)
     if not hooks or id(hooks) in cleared:
         return 0
     cleared.add(id(hooks))
-    removed = len(hooks)
-    hooks.clear()
+    removed = 0
+    extra_dicts = [getattr(holder, name) for name in extras if isinstance(getattr(holder, name, None), dict)]
+    for hook_id, fn in list(hooks.items()):
+        if pytorch_owned(fn):
+            refs = tuple(weakref.ref(d) for d in [hooks, *extra_dicts])
+            kept.append(HookRow(where, kind.name, _describe(fn), _flags(holder, kind, hook_id), hook_id, refs))
+            continue
+        del hooks[hook_id]
+        for extra in extra_dicts:
+            extra.pop(hook_id, None)
+        removed += 1
     return removed
 
 
 def remove_all_hooks(
     model: nn.Module, *, include_global: bool = False, optimizer: torch.optim.Optimizer | None = None
-) -> int:
+) -> RemovedHooks:
     """Remove every hook from ``model``, its submodules and parameters; return how many were removed.
 
-    State-dict hooks are left alone (they are part of how some modules load their weights). Global
-    module hooks affect every model in the process, so they are removed only with
-    ``include_global=True``. With ``optimizer``, its step hooks go too (and, with
-    ``include_global=True``, the global optimizer step hooks).
+    State-dict hooks are left alone (they are part of how some modules load their weights), and so
+    is every hook that PyTorch's own utilities attached and need (:func:`pytorch_owned`: pruning,
+    ``weight_norm``, ``spectral_norm``, FSDP/DDP and quantization internals): removing those would
+    silently change what the model computes. The result is an ``int`` whose ``kept`` attribute
+    lists the hooks left in place; a warning names them. Global module hooks affect every model in
+    the process, so they are removed only with ``include_global=True``. With ``optimizer``, its step
+    hooks go too (and, with ``include_global=True``, the global optimizer step hooks).
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(
+            f"remove_all_hooks() needs model to be an nn.Module, got {type(model).__name__}; "
+            "pass the model whose hooks should go (remove_all_hooks(model))"
+        )
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer (or None), got {type(optimizer).__name__}")
     removed = 0
     cleared: set[int] = set()
+    kept = HookTable()
     if optimizer is not None:
         for kind in kinds(target="optimizer", phase="optimizer"):
-            removed += _clear(optimizer, kind, cleared)
+            removed += _clear(optimizer, kind, cleared, "optimizer", kept)
         if include_global:
             for kind in kinds(target="global optimizer"):
-                removed += _clear(_storage_module(kind), kind, cleared)
+                removed += _clear(_storage_module(kind), kind, cleared, "<global optimizer>", kept)
     module_kinds = [k for k in kinds(target="module") if k.phase != "state_dict"]
-    for module in model.modules():
+    for name, module in model.named_modules():
         for kind in module_kinds:
-            removed += _clear(module, kind, cleared)
-        module._forward_pre_hooks_with_kwargs.clear()
-        module._forward_hooks_with_kwargs.clear()
-        module._forward_hooks_always_called.clear()
-        module._is_full_backward_hook = None
-    for param in model.parameters():
+            removed += _clear(module, kind, cleared, name or "<root>", kept, _MODULE_EXTRAS.get(kind.name, ()))
+        if not module._backward_hooks:
+            module._is_full_backward_hook = None
+    for pname, param in model.named_parameters():
         for kind in kinds(target="tensor"):
-            removed += _clear(param, kind, cleared)
+            removed += _clear(param, kind, cleared, f"param:{pname}", kept)
     if include_global:
         for kind in kinds(target="global module"):
-            removed += _clear(_module_mod, kind, cleared)
-        for extra in ("_global_forward_hooks_with_kwargs", "_global_forward_hooks_always_called"):
-            getattr(_module_mod, extra, {}).clear()
+            removed += _clear(_module_mod, kind, cleared, "<global>", kept, _GLOBAL_EXTRAS.get(kind.name, ()))
         # PyTorch remembers whether the global backward hooks were full or legacy even after the last one is
         # removed, and then refuses the other kind; with no global backward hook left, forget that choice too.
         if not _module_mod._global_backward_hooks and hasattr(_module_mod, "_global_is_full_backward_hook"):
             _module_mod._global_is_full_backward_hook = None
     forget_model(model)  # hookviz's own bookkeeping: those handles are dead now
-    return removed
+    if kept:
+        names = ", ".join(f"{row.where} {row.kind} {row.hook}" for row in kept)
+        warnings.warn(
+            f"remove_all_hooks kept {len(kept)} hook(s) that PyTorch's own utilities need ({names}): "
+            "removing them would change what the model computes. Undo the utility instead "
+            "(torch.nn.utils.prune.remove(module, 'weight'), remove_weight_norm ...) to drop them",
+            stacklevel=2,
+        )
+    return RemovedHooks(removed, kept)

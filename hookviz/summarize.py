@@ -78,10 +78,16 @@ class StridedSample:
 
     ``StridedSample(1024)(t)`` returns a new 1-D float32 CPU tensor of at most about 1,024 elements of
     ``t`` (every ``prime_stride``-th element in row-major order). The same positions are taken on every
-    call with the same shape, so statistics over steps compare like with like.
+    call with the same shape, so statistics over steps compare like with like. The index tensors
+    are cached for the last :attr:`CACHE_SIZE` tensor sizes only: a varying batch size (the last
+    batch of an epoch, a padded sequence length) never makes the cache grow without bound.
     """
 
+    CACHE_SIZE = 64
+
     def __init__(self, n: int = 1024) -> None:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"sample size must be a whole number, not {n!r}")
         if n <= 0:
             raise ValueError(f"sample size must be positive, got {n}")
         self.n = n
@@ -94,6 +100,8 @@ class StridedSample:
         key = numel if is_cpu else (numel, t.device)
         index = self._index.get(key)
         if index is None:
+            if len(self._index) >= self.CACHE_SIZE:
+                del self._index[next(iter(self._index))]  # the oldest size goes first
             stride = prime_stride(numel, self.n)
             index = self._index[key] = torch.arange(0, numel, stride, device=t.device)
         # torch.take reads the tensor in logical (row-major) order, contiguous or not, and returns

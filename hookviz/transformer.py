@@ -72,9 +72,30 @@ class TinyTransformer(nn.Module):
         The model was trained on rows of exactly ``seq_len`` tokens: a shorter row runs, but its
         positions mirror around ``seq_len``, not around its own length, so it is not reversed.
         """
+        self._check_tokens(tokens)
         positions = torch.arange(tokens.shape[1], device=tokens.device)
         x = self.embed(tokens) + self.pos_embed(positions)
         return self.head(self.encoder(x, src_key_padding_mask=src_key_padding_mask))
+
+    def _check_tokens(self, tokens: Tensor) -> None:
+        """Refuse tokens the model cannot read, naming the fix (a raw IndexError would name neither)."""
+        if not isinstance(tokens, Tensor):
+            raise TypeError(f"tokens must be an int64 tensor of shape (N, L), not {type(tokens).__name__}")
+        if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+            raise TypeError(f"tokens must be integer token ids (int64), not {tokens.dtype}; pass tokens.long()")
+        if tokens.ndim != 2:
+            fix = "; for one row pass tokens[None]" if tokens.ndim == 1 else ""
+            raise ValueError(f"tokens must have shape (N, L) (a batch of rows), not {tuple(tokens.shape)}{fix}")
+        if tokens.shape[1] > self.seq_len:
+            raise ValueError(
+                f"rows of {tokens.shape[1]} tokens are longer than the {self.seq_len} positions this model "
+                f"learned; pass at most {self.seq_len} tokens per row"
+            )
+        vocab = self.embed.num_embeddings
+        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
+            raise ValueError(
+                f"token ids must be from 0 to {vocab - 1}, but they run from {int(tokens.min())} to {int(tokens.max())}"
+            )
 
 
 def reverse_targets(tokens: Tensor) -> Tensor:

@@ -392,3 +392,83 @@ def test_hook_group_keeps_no_model_alive():
     del model
     gc.collect()
     assert ref() is None
+
+
+# --------------------------------------------------------------------------- outputs that alias or depend on each other
+
+
+class _Pair(nn.Module):
+    """Two outputs of one Linear: ``(h, h)`` (aliased) or ``(h, 2 * h)`` (the second computed from the first)."""
+
+    def __init__(self, aliased: bool) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.aliased = aliased
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.fc(x)
+        return (h, h) if self.aliased else (h, 2 * h)
+
+
+class _UsesPair(nn.Module):
+    def __init__(self, aliased: bool) -> None:
+        super().__init__()
+        self.pair = _Pair(aliased)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = self.pair(x)
+        return a.sum() + 2 * b.sum()
+
+
+def test_aliased_outputs_are_refused_not_summed() -> None:
+    """(h, h) used as a.sum() + 2 * b.sum(): a tensor hook would report 3 for both; per output they are 1 and 2."""
+    model = _UsesPair(aliased=True)
+    with hookviz.capture(model, ["pair"]) as cap:
+        model(torch.randn(2, 3)).backward()
+    with pytest.raises(LookupError, match=r"outputs \[0\] and \[1\] are the same tensor"):
+        cap.gradient("pair")
+    assert any("same tensor" in note for note in cap.notes["pair"])
+    assert cap.gradients["pair"][0] is None  # no summed gradient stored anywhere
+
+
+def test_an_output_computed_from_another_is_refused_and_the_other_is_right() -> None:
+    model = _UsesPair(aliased=False)
+    with hookviz.capture(model, ["pair"]) as cap:
+        model(torch.randn(2, 3)).backward()
+    with pytest.raises(LookupError, match=r"output \[1\] is computed from output \[0\]"):
+        cap.gradient("pair")
+    raw = cap.gradients["pair"][0]
+    assert raw[0] is None and torch.equal(raw[1], torch.full((2, 3), 2.0))  # b's own gradient: 2
+
+
+def test_sibling_outputs_of_one_op_keep_their_gradients() -> None:
+    """An LSTM's output and (h, c) come from one autograd node: independent, so every gradient is kept."""
+    lstm = nn.LSTM(2, 3, batch_first=True)
+    with hookviz.capture(lstm, [""]) as cap:
+        out, (h, c) = lstm(torch.randn(1, 4, 2))
+        (out.sum() + 2 * h.sum()).backward()
+    grad = cap.gradient("")
+    assert torch.equal(grad[0], torch.ones(1, 4, 3)) and torch.equal(grad[1][0], torch.full((1, 1, 3), 2.0))
+    assert not cap.notes
+
+
+@pytest.mark.parametrize("read", ["nonfinite", "first_nonfinite"])
+def test_nonfinite_queries_refuse_a_reduced_capture(read: str) -> None:
+    """A NaN mean would read as "no NaN" through reduce=: the combination is refused."""
+    model = nn.Linear(2, 2)
+    with hookviz.capture(model, reduce=lambda t: t.mean()) as cap:
+        model(torch.tensor([[float("nan"), 1.0]])).sum().backward()
+    with pytest.raises(ValueError, match="reduce=None"):
+        getattr(cap, read)()
+
+
+@pytest.mark.parametrize(
+    ("layers", "message"),
+    [(123, "layers must be a layer name or a list"), (["b"], "same module as 'a'"), ("b", "use 'a'")],
+)
+def test_bad_layer_choices_name_the_argument_and_the_fix(layers: object, message: str) -> None:
+    model = nn.Sequential()
+    model.a = nn.Linear(2, 2)
+    model.b = model.a  # one module, two names
+    with pytest.raises((TypeError, KeyError), match=message):
+        hookviz.capture(model, layers)

@@ -1,5 +1,6 @@
 """The hook inspector lists every kind of hook with its flags, and removes them all."""
 
+import pytest
 import torch
 import torch.nn.modules.module as module_mod
 from torch import nn
@@ -132,3 +133,57 @@ def test_remove_all_hooks_with_globals_forgets_the_global_backward_kind():
     legacy.remove()
     hookviz.remove_all_hooks(nn.Linear(2, 2), include_global=True)
     assert module_mod._global_is_full_backward_hook is None
+
+
+def _pruned_and_normed() -> nn.Module:
+    import torch.nn.utils.prune as prune
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4))
+    prune.l1_unstructured(model[0], "weight", amount=0.5)
+    with pytest.warns(FutureWarning):
+        nn.utils.weight_norm(model[1])
+    nn.utils.spectral_norm(model[2])
+    return model.eval()
+
+
+def test_remove_all_hooks_keeps_the_hooks_pytorch_needs_and_says_so() -> None:
+    """Pruning, weight_norm and spectral_norm recompute the weight in a forward pre-hook: those stay."""
+    model = _pruned_and_normed()
+    x = torch.randn(3, 4)
+    expected = model(x)
+    model[0].register_forward_hook(lambda *args: None)  # the user's own hooks go
+    model[1].register_forward_pre_hook(lambda *args: None)
+    with pytest.warns(UserWarning, match=r"kept 3 hook\(s\).*L1Unstructured.*WeightNorm.*SpectralNorm"):
+        removed = hookviz.remove_all_hooks(model)
+    assert removed == 2
+    assert [(row.where, row.hook) for row in removed.kept] == [
+        ("0", "L1Unstructured"),
+        ("1", "WeightNorm"),
+        ("2", "SpectralNorm"),
+    ]
+    assert torch.equal(model(x), expected)  # the pruned weight is still recomputed: same output
+    kept = [row.hook for row in hookviz.list_hooks(model) if row.kind == "forward_pre"]
+    assert kept == ["L1Unstructured", "WeightNorm", "SpectralNorm"]
+    for module in model:  # tidy up (PyTorch's own undo calls)
+        module._forward_pre_hooks.clear()
+
+
+def test_remove_all_hooks_refuses_what_is_not_a_model() -> None:
+    for bad in (None, 3, "model"):
+        with pytest.raises(TypeError, match=r"needs model to be an nn.Module.*remove_all_hooks\(model\)"):
+            hookviz.remove_all_hooks(bad)  # type: ignore[arg-type]
+
+
+def test_pytorch_owned_tells_a_users_hook_from_pytorchs() -> None:
+    import functools
+
+    import torch.nn.utils.prune as prune
+
+    from hookviz.hooks_table import pytorch_owned
+
+    def mine(*args: object) -> None:
+        return None
+
+    assert not pytorch_owned(mine) and not pytorch_owned(functools.partial(mine, 1)) and not pytorch_owned(print)
+    assert pytorch_owned(prune.Identity()) and pytorch_owned(functools.partial(torch.nn.init.zeros_))

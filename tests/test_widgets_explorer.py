@@ -297,3 +297,65 @@ def test_explorer_leaves_the_model_as_found(digits) -> None:  # noqa: ANN001
         assert p.grad is grads[name][0] and torch.equal(p.grad, grads[name][1])
     assert torch.equal(model.features[1].running_mean, running)  # the pass ran in eval mode
     assert not hookviz.list_hooks(model)
+
+
+# --------------------------------------------------------------------------- freed, re-run, refusals
+
+
+def test_a_closed_explorer_frees_its_model_and_every_child_widget() -> None:
+    import gc
+    import weakref
+
+    from ipywidgets.widgets.widget import _instances
+
+    before = set(_instances)
+    model = hookviz.DigitsCNN()
+    ref = weakref.ref(model)
+    explorer = LayerExplorer(model, torch.randn(8, 1, 8, 8))
+    explorer.close()
+    assert set(_instances) == before and repr(explorer) == "LayerExplorer(closed)"
+    del explorer, model
+    gc.collect()
+    assert ref() is None
+
+
+def test_rerunning_an_explorer_cell_closes_the_previous_explorer(monkeypatch) -> None:  # noqa: ANN001
+    from hookviz.widgets import common
+
+    runs = iter([1, 1, 2])  # two explorers in one run of a cell, then the cell is run again
+    monkeypatch.setattr(common, "run_id", lambda: next(runs))
+    made = []
+    for _ in range(3):
+        made.append(LayerExplorer(hookviz.DigitsCNN(), torch.randn(2, 1, 8, 8)))  # the same place
+    assert [w.closed for w in made] == [False, True, False]  # the first run's explorers closed... in order
+    made[0].close()
+    made[2].close()
+
+
+class _DictModel(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        logits = self.fc(x)
+        return {"aux": logits.pow(2).mean(), "logits": logits}
+
+
+def test_explorer_refusals_name_the_argument_the_layer_and_the_fix() -> None:
+    x = torch.randn(4, 1, 8, 8)
+    state = ExplorerState(_DictModel(), x, torch.tensor([0, 1, 2, 3]))  # the scalar "aux" comes first
+    assert "showing key 'logits'" in state.output_note and state.n_outputs == 10
+    model = hookviz.DigitsCNN()
+    with pytest.raises(RuntimeError, match=r"DigitsCNN failed on inputs \(tensor \(4, 3, 8, 8\).* layer 'features.0'"):
+        ExplorerState(model, torch.randn(4, 3, 8, 8))
+    with pytest.raises(ValueError, match="labels must be class indices from 0 to 9.*run from 0 to 12"):
+        ExplorerState(model, x, torch.tensor([0, 1, 2, 12]))
+    with pytest.raises(ValueError, match="meta device.*to_empty"):
+        with torch.device("meta"):
+            meta = hookviz.DigitsCNN()
+        ExplorerState(meta, x)
+    state = ExplorerState(model, x, [0, 1, 2, 3])  # a list of labels is fine
+    with pytest.raises(TypeError, match="sample must be a whole number"):
+        state.select(sample=1.7)
+    assert state.sample == 0

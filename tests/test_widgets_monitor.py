@@ -261,3 +261,138 @@ def test_exercise_largest_grad_layer_refuses_a_guessed_name() -> None:
         nb06.check_largest_grad_layer("features.0", state)
     with pytest.raises(ExerciseNotSolved, match="TypeError"):
         nb06.check_largest_grad_layer(lambda s: min(s.layer_names, key=len)(), state)
+
+
+# --------------------------------------------------------------------------- interrupts, re-runs, two users
+
+
+def _counting_step(model: nn.Module, stop_at: int | None = None, error: type[BaseException] = KeyboardInterrupt):  # noqa: ANN202
+    """A step that runs the model (no training) and raises ``error`` on call ``stop_at``."""
+    calls = [0]
+
+    def step() -> torch.Tensor:
+        calls[0] += 1
+        if calls[0] == stop_at:
+            raise error()
+        with torch.no_grad():
+            return model(torch.zeros(2, 1, 8, 8)).sum()
+
+    return step
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_in_a_foreground_step_leaves_the_monitor_consistent(error: type[BaseException]) -> None:
+    model = hookviz.DigitsCNN().eval()
+    mon = TrainingMonitor(model, _counting_step(model, stop_at=4, error=error))
+    with pytest.raises(error):
+        mon.run(10)
+    state = mon.state
+    assert state.step == 3 and not state.running and state.wait(0)
+    assert state.last_error is not None and state.last_error.startswith(error.__name__)
+    assert "step 3" in mon.status.value and mon.train_button.disabled is False and mon.stop_button.disabled is True
+    assert not hookviz.list_hooks(model)
+    mon.run(2)  # and it trains again
+    assert state.step == 5 and state.last_error is None or state.step == 5
+    mon.close()
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_in_a_background_step_leaves_the_monitor_consistent(error: type[BaseException]) -> None:
+    model = hookviz.DigitsCNN().eval()
+    mon = TrainingMonitor(model, _counting_step(model, stop_at=4, error=error))
+    thread = mon.start(10)
+    thread.join(30)
+    state = mon.state
+    assert not thread.is_alive() and state.step == 3 and not state.running
+    assert state.last_error is not None and state.last_error.startswith(error.__name__)
+    assert "step 3" in mon.status.value and error.__name__ in mon.status.value
+    assert mon.train_button.disabled is False and mon.stop_button.disabled is True  # Train works again
+    assert not hookviz.list_hooks(model)
+    mon.close()
+
+
+def test_rerunning_a_monitor_cell_stops_the_previous_one_whatever_the_model() -> None:
+    """Ten runs of the same line, each with a new model: one training is left, not ten."""
+    threads = []
+    monitors = []
+    for _ in range(10):
+        model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
+        monitor = MonitorState(model, _slow(_counting_step(model)))  # the same place every time
+        threads.append(monitor.start(10**6))
+        monitors.append(monitor)
+    running = [t for t in threads if t.is_alive()]
+    assert running == [threads[-1]]
+    monitors[-1].stop()
+    assert monitors[-1].wait(30)
+    assert not any(t.is_alive() for t in threads)
+
+
+def test_a_second_monitor_on_a_training_model_is_refused_clearly() -> None:
+    model = hookviz.DigitsCNN().eval()
+    first = MonitorState(model, _slow(_counting_step(model)))
+    second = MonitorState(model, _slow(_counting_step(model)), key="another")  # another key, another place
+    thread = first.start(10**6)
+    try:
+        with pytest.raises(RuntimeError, match="being used by a monitor that trains it.*stop it first"):
+            second.run(3)
+        with pytest.raises(RuntimeError, match="stop it first"):
+            hookviz.LayerExplorer(model, torch.zeros(2, 1, 8, 8))
+        with pytest.raises(RuntimeError, match="stop it first"):
+            hookviz.widgets.ExplorerState(model.features, torch.zeros(2, 1, 8, 8))  # a part of it too
+        assert thread.is_alive() and first.last_error is None
+    finally:
+        first.stop()
+        assert first.wait(30)
+    second.run(2)  # free again once the first has stopped
+    assert second.step == 2 and not hookviz.list_hooks(model)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"bins": 0}, "bins must be at least 1"),
+        ({"bins": -3}, "bins must be at least 1"),
+        ({"stats_every": 0}, "stats_every must be at least 1"),
+        ({"capture_every": -2}, "capture_every must be at least 1"),
+        ({"probe": "digit"}, "probe must be a tensor"),
+    ],
+)
+def test_monitor_arguments_are_checked_not_coerced(kwargs: dict, message: str) -> None:
+    model = hookviz.DigitsCNN()
+    with pytest.raises((TypeError, ValueError), match=message):
+        MonitorState(model, _counting_step(model), **kwargs)
+
+
+@pytest.mark.parametrize("returned", ["0.5", {"loss": 1.0}, torch.ones(4)])
+def test_a_step_must_return_one_number(returned: object) -> None:
+    model = hookviz.DigitsCNN()
+    state = MonitorState(model, lambda: returned)
+    with pytest.raises(TypeError, match="step_fn must return the loss as a number"):
+        state.run(2)
+    assert state.step == 0 and not state.running and not hookviz.list_hooks(model)
+    with pytest.raises(TypeError, match="steps must be a whole number"):
+        state.run(2.5)  # type: ignore[arg-type]
+
+
+def test_fast_charts_keep_pace_with_the_live_row() -> None:
+    """The loss and mean |gradient| charts are redrawn with the live row: each picture holds the latest step."""
+    import io
+
+    from PIL import Image
+
+    model = hookviz.DigitsCNN()
+    mon = TrainingMonitor(model)
+    assert mon.steps.value == 1000, "long enough to watch: Train does not end after a handful of pictures"
+    drawn: list[tuple[int, int]] = []  # (training step when drawn, last step in the history then)
+
+    def seen(_: object) -> None:
+        shown = mon.state.history.steps()
+        drawn.append((mon.state.step, int(shown[-1]) if len(shown) else 0))
+
+    mon.pace_img.observe(seen, names="value")
+    mon.PACE_EVERY = 0.0  # every live redraw (0.5 s apart by default)
+    mon.state.run(30, on_update=mon.redraw, interval=0.0)
+    assert len(drawn) >= 10 and all(step == shown for step, shown in drawn), drawn
+    picture = Image.open(io.BytesIO(mon.pace_img.value))
+    assert picture.size == (740, 200)
+    assert not hookviz.list_hooks(model, include_global=False)

@@ -102,3 +102,49 @@ def test_chart_text_is_legible() -> None:
     ax = state.figure().axes[0]
     ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
     assert all(float(t).is_integer() for t in ticks)  # firing order is a whole number
+
+
+def test_the_timeline_leaves_every_mode_and_buffer_as_found() -> None:
+    """A training model with a BatchNorm frozen in eval mode: the pass must not flip it nor update statistics."""
+    model = hookviz.DigitsCNN().train()
+    model.features[1].eval()
+    buffers = {name: b.clone() for name, b in model.named_buffers()}
+    modes = [m.training for m in model.modules()]
+    model.train(False)  # and a model in eval mode with a BatchNorm in train mode (updates its statistics)
+    model.features[5].train()
+    modes_eval = [m.training for m in model.modules()]
+    for expected in (modes_eval,):
+        TimelineState(model, torch.randn(4, 1, 8, 8))
+        assert [m.training for m in model.modules()] == expected
+    model.train()
+    model.features[1].eval()
+    assert [m.training for m in model.modules()] == modes
+    TimelineState(model, torch.randn(4, 1, 8, 8))
+    assert [m.training for m in model.modules()] == modes
+    for name, b in model.named_buffers():
+        assert torch.equal(b, buffers[name]), f"{name} changed"
+
+
+class _TupleModel(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+
+    def forward(self, x: torch.Tensor) -> dict[str, object]:
+        h = self.fc(x)
+        return {"steps": 3, "pair": (h, h.relu())}
+
+
+def test_the_timeline_on_structured_outputs_integer_tokens_and_frozen_models() -> None:
+    state = TimelineState(_TupleModel(), torch.randn(2, 3))  # a dict holding a tuple: every tensor is in the loss
+    assert state.filter(["backward"], where="fc")
+    tiny = hookviz.load_tiny_transformer()
+    tokens = hookviz.make_tiny_batch(2)[0]
+    state = TimelineState(tiny, tokens)  # integer tokens cannot require grad: no input hook, the rest fires
+    assert state.filter(["post_accumulate_grad"]) and not state.filter(["tensor"], where="input x")
+    tiny.requires_grad_(False)
+    with pytest.raises(ValueError, match="does not require grad.*Unfreeze a parameter"):
+        TimelineState(tiny, tokens)
+    tiny.requires_grad_(True)
+    with pytest.raises(RuntimeError, match=r"HookTimeline: Sequential failed on inputs .* in layer '0'"):
+        TimelineState(nn.Sequential(nn.Linear(3, 2)), torch.randn(2, 5))

@@ -13,19 +13,39 @@ from __future__ import annotations
 import base64
 import contextlib
 import html
+import os
+import re
+import sys
+import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import ipywidgets as widgets
+import numpy as np
 import torch
-from torch import nn
+from torch import Tensor, nn
+
+from hookviz.i18n import tr
 
 __all__ = [
     "StaticFallback",
+    "as_tensor_argument",
+    "check_int",
+    "check_model",
+    "close_tree",
+    "creation_place",
+    "claim_model",
+    "release_model",
+    "failing_layer",
+    "previous_from_same_place",
+    "run_model",
+    "using_model",
     "run_mode",
     "StaticPicture",
     "caption_html",
     "refuse",
+    "restart_notice",
     "row",
     "show_html",
     "show_png",
@@ -92,6 +112,36 @@ def widget_bundle(widget: widgets.Widget, text: str) -> dict[str, Any]:
     return data
 
 
+#: The CSS class of the notice a hookviz widget carries for when its kernel is gone.
+RESTART_NOTICE_CLASS = "hookviz-restart-notice"
+#: ipywidgets 8 puts this class on every view whose model lost its kernel connection (a restart, a shutdown,
+#: or a page opened from saved widget state); it draws its broken-link icon from it.
+DISCONNECTED_CLASS = "jupyter-widgets-disconnected"
+RESTART_TEXT = (
+    "This widget is no longer connected to a running kernel (it was restarted or shut down, or the notebook was "
+    "just opened): its controls do nothing now. Run this cell again (Shift+Enter), or Run ▸ Run All Cells, to "
+    "get a live widget."
+)
+
+
+def restart_notice() -> widgets.HTML:
+    """A notice that stays hidden while the widget is live and shows when its kernel is gone.
+
+    The widget front end marks a view whose kernel connection died with ``jupyter-widgets-disconnected``;
+    a style rule shipped inside the notice itself shows it then, so the learner reads "run this cell
+    again" instead of facing controls that silently do nothing. No kernel is needed to show it.
+    """
+    css = (
+        f"<style>.{RESTART_NOTICE_CLASS}{{display:none!important}}"
+        f".{RESTART_NOTICE_CLASS}.{DISCONNECTED_CLASS}{{display:block!important;margin:4px 0;padding:6px 10px;"
+        "border-left:4px solid #e0a800;background:#fff8e1;color:#000}}"
+        f".{RESTART_NOTICE_CLASS}.{DISCONNECTED_CLASS}::before{{display:none!important}}</style>"
+    )
+    notice = widgets.HTML(f"{css}<div style='white-space:normal;line-height:1.4'>⚠ {escape(tr(RESTART_TEXT))}</div>")
+    notice.add_class(RESTART_NOTICE_CLASS)
+    return notice
+
+
 class StaticFallback:
     """Mixin for widgets: add a PNG of the current state to the widget's display bundle.
 
@@ -110,13 +160,54 @@ class StaticFallback:
         """The current state as a plain picture (for viewers without widgets, or a report)."""
         return StaticPicture(self.static_png(), f"static view of {self!r}")
 
+    def _add_restart_notice(self) -> None:
+        """Put a :func:`restart_notice` first in the widget (once), for when its kernel is gone."""
+        children = getattr(self, "children", None)
+        if children is None or any(RESTART_NOTICE_CLASS in getattr(c, "_dom_classes", ()) for c in children):
+            return
+        self.children = (restart_notice(), *children)  # type: ignore[attr-defined]
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        if self.closed:
+            return {"text/plain": repr(self)}
+        self._add_restart_notice()
         data = widget_bundle(self, repr(self))  # type: ignore[arg-type]
         try:
             data["image/png"] = base64.b64encode(self.static_png()).decode("ascii")
         except Exception as exc:  # a fallback picture must never break displaying the widget
             data["text/plain"] = f"{data['text/plain']} (no static picture: {type(exc).__name__})"
         return data
+
+    def close(self) -> None:
+        """Close the widget and every widget inside it, stop what it runs, and let go of its state.
+
+        ipywidgets keeps every open widget in a registry, and the observers of the controls refer to
+        this widget: without closing them all, the widget, its model and the captured tensors would
+        stay in memory for good. After ``close()`` nothing of hookviz refers to the model any more.
+        Safe to call more than once.
+        """
+        if getattr(self, "_hookviz_closed", False):
+            return
+        self._hookviz_closed = True
+        try:
+            self._release()
+        finally:
+            close_tree(self)  # type: ignore[arg-type]
+            self.state = None
+
+    def _release(self) -> None:
+        """What a widget stops or frees before it is closed (a monitor stops training); nothing by default."""
+
+    def _close_previous_run(self, kind: str) -> None:
+        """Close the ``kind`` widget that an earlier run of the same notebook cell made (a re-run cell)."""
+        previous = previous_from_same_place(kind, self, outside_ipython=False)
+        if previous is not None:
+            previous.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return getattr(self, "_hookviz_closed", False)
 
     def _ipython_display_(self, **kwargs: Any) -> None:
         """Display the bundle of :meth:`_repr_mimebundle_` (ipywidgets 7 calls this, not the bundle method)."""
@@ -168,3 +259,231 @@ def run_mode(model: nn.Module, training: bool) -> Iterator[None]:
         torch.backends.cudnn.enabled = cudnn
         for module, mode in modes:
             module.training = mode
+
+
+# --------------------------------------------------------------------------- argument checks
+
+
+def check_int(value: Any, name: str, *, minimum: int | None = None, fix: str = "") -> int:
+    """``value`` as an ``int`` when it is a whole number (an ``int`` or a numpy/torch integer), else a clear error.
+
+    ``1.7``, ``"2"`` and ``True`` are refused rather than silently turned into ``1``, ``2`` and ``1``;
+    with ``minimum``, a smaller number is refused too. The message names the argument and the fix.
+    """
+    if isinstance(value, Tensor) and value.numel() == 1 and not value.is_floating_point():
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a whole number (an int), not {value!r}{fix and '; ' + fix}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, not {value}{fix and '; ' + fix}")
+    return value
+
+
+def as_tensor_argument(value: Any, name: str) -> Tensor:
+    """``value`` as a tensor: a tensor as is, a numpy array or a list of numbers converted; else a clear error."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (np.ndarray, list, tuple)):
+        try:  # a numpy array keeps its dtype; a list of Python floats becomes float32, like torch.tensor(list)
+            return torch.as_tensor(value) if isinstance(value, np.ndarray) else torch.tensor(value)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise TypeError(
+                f"{name} must be a tensor (or a numpy array / list of numbers); could not convert it: {exc}"
+            ) from None
+    raise TypeError(f"{name} must be a tensor, not {type(value).__name__}; pass torch.as_tensor({name})")
+
+
+def check_model(model: Any, who: str) -> nn.Module:
+    """Refuse what ``who`` cannot run: not an ``nn.Module``, or weights on the meta device (no data)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{who} needs model to be an nn.Module, got {type(model).__name__}")
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if tensor.is_meta:
+            raise ValueError(
+                f"{who}: {name!r} of {type(model).__name__} is on the meta device (shapes only, no values); "
+                "materialise the model first, e.g. model.to_empty(device='cpu') and load_state_dict(...)"
+            )
+    return model
+
+
+def failing_layer(model: nn.Module, exc: BaseException) -> str | None:
+    """The qualified name of the innermost submodule of ``model`` whose code was running when ``exc`` was raised."""
+    names = {id(m): (n or "<root>") for n, m in model.named_modules(remove_duplicate=False)}
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        if isinstance(owner, nn.Module) and id(owner) in names:
+            found = names[id(owner)]
+        tb = tb.tb_next
+    return found
+
+
+def describe_value(value: Any) -> str:
+    """A short description of a model input: ``tensor (8, 1, 8, 8) float32``, ``list of 3``..."""
+    if isinstance(value, Tensor):
+        return f"tensor {tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
+    if isinstance(value, (list, tuple, dict)):
+        return f"{type(value).__name__} of {len(value)}"
+    return type(value).__name__
+
+
+def run_model(model: nn.Module, inputs: Any, who: str, arg: str = "inputs", **kwargs: Any) -> Any:
+    """``model(inputs, **kwargs)``; an error inside the model is raised again naming who, the argument, the layer."""
+    try:
+        return model(inputs, **kwargs)
+    except (RuntimeError, ValueError, TypeError, IndexError, AssertionError) as exc:
+        layer = failing_layer(model, exc)
+        where = f" in layer {layer!r}" if layer else ""
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        message = (
+            f"{who}: {type(model).__name__} failed on {arg} ({describe_value(inputs)}){where}: "
+            f"{type(exc).__name__}: {first_line}. Pass {arg} the model accepts (first dimension = samples; "
+            "the dtype and device of its weights)"
+        )
+        try:
+            error = type(exc)(message)
+        except Exception:  # an exception class with another signature
+            error = RuntimeError(message)
+        raise error from exc
+
+
+# --------------------------------------------------------------------------- one model, one user at a time
+
+# model -> (what uses it, e.g. "a TrainingMonitor started at cell line 3", the owner object's id)
+_BUSY: weakref.WeakKeyDictionary[nn.Module, tuple[str, int]] = weakref.WeakKeyDictionary()
+_BUSY_LOCK = threading.Lock()
+
+
+def _overlapping(model: nn.Module) -> tuple[nn.Module, str, int] | None:
+    mine = {id(m) for m in model.modules()}
+    for busy, (what, owner) in list(_BUSY.items()):
+        if id(busy) in mine or any(m is model for m in busy.modules()):
+            return busy, what, owner
+    return None
+
+
+def _refusal(who: str, busy: nn.Module, what: str) -> RuntimeError:
+    return RuntimeError(
+        f"{who}: this {type(busy).__name__} is being used by {what}: stop it first "
+        "(monitor.stop(), then monitor.state.wait()), or give this tool its own copy of the model "
+        "(copy.deepcopy(model))"
+    )
+
+
+def claim_model(model: nn.Module, owner: object, what: str, who: str) -> bool:
+    """Mark ``model`` as used by ``owner`` (``what`` says by whom, for others' refusals); refuse if another uses it.
+
+    A model counts as used when it, a module inside it or a module that contains it is claimed.
+    Returns ``True`` when this call made the claim (``False``: ``owner`` held it already).
+    """
+    with _BUSY_LOCK:
+        found = _overlapping(model)
+        if found is not None and found[2] != id(owner):
+            raise _refusal(who, found[0], found[1])
+        if found is None:
+            _BUSY[model] = (what, id(owner))
+            return True
+        return False
+
+
+def release_model(model: nn.Module, owner: object) -> None:
+    """Give up ``owner``'s claim on ``model`` (nothing happens when someone else holds it)."""
+    with _BUSY_LOCK:
+        held = _BUSY.get(model)
+        if held is not None and held[1] == id(owner):
+            del _BUSY[model]
+
+
+@contextlib.contextmanager
+def using_model(model: nn.Module, owner: object, what: str, who: str) -> Iterator[None]:
+    """Claim ``model`` for ``owner`` during the ``with`` block (see :func:`claim_model`)."""
+    mine = claim_model(model, owner, what, who)
+    try:
+        yield
+    finally:
+        if mine:
+            release_model(model, owner)
+
+
+# --------------------------------------------------------------------------- re-run cells, closing
+
+
+def creation_place() -> tuple[str, str, int]:
+    """Where the user's code called into hookviz: ``(file, function, line)`` of the first frame outside hookviz.
+
+    IPython names a cell's code ``<ipython-input-N-hash>`` (``N`` the execution count) or, under
+    ipykernel, after a hash of the cell's source; the count is dropped so that a re-run cell is the same place.
+    """
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame = frame.f_back
+    if frame is None:
+        return ("<unknown>", "", 0)
+    filename = re.sub(r"^<ipython-input-\d+-", "<ipython-input-", frame.f_code.co_filename)
+    return (filename, frame.f_code.co_name, frame.f_lineno)
+
+
+def run_id() -> int | None:
+    """The IPython execution count of the running cell (``None`` outside IPython)."""
+    shell = sys.modules.get("IPython")
+    get = getattr(shell, "get_ipython", None)
+    ip = get() if get is not None else None
+    return getattr(ip, "execution_count", None)
+
+
+# (kind, place) -> (the object made there last, the run it was made in)
+_MADE_AT: dict[tuple[str, tuple[str, str, int]], tuple[weakref.ref[Any], int | None]] = {}
+
+
+def previous_from_same_place(kind: str, obj: object, *, outside_ipython: bool) -> Any:
+    """Remember ``obj`` as the latest ``kind`` made at the caller's place; return the earlier one of a re-run.
+
+    An earlier object made at the same place in another cell execution is returned (the cell was run
+    again). Within one execution (a loop making several), nothing is returned. Outside IPython there
+    are no executions: ``outside_ipython`` says whether the same place then counts as a re-run.
+    """
+    key = (kind, creation_place())
+    current = run_id()
+    previous = _MADE_AT.get(key)
+    _MADE_AT[key] = (weakref.ref(obj), current)
+    for stale in [k for k, (ref, _) in _MADE_AT.items() if ref() is None]:
+        del _MADE_AT[stale]
+    if previous is None:
+        return None
+    earlier, earlier_run = previous[0](), previous[1]
+    if earlier is None or earlier is obj:
+        return None
+    if current is None and earlier_run is None:
+        return earlier if outside_ipython else None
+    return earlier if current != earlier_run else None
+
+
+def _widgets_in(value: Any) -> list[widgets.Widget]:
+    if isinstance(value, widgets.Widget):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [w for v in value for w in _widgets_in(v)]
+    return []
+
+
+def close_tree(widget: widgets.Widget) -> None:
+    """Close ``widget`` and every widget it holds (children, layouts, styles), so ipywidgets keeps none of them."""
+    seen: set[int] = set()
+    stack = [widget]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for name in current.keys:
+            try:
+                value = getattr(current, name)
+            except Exception:  # noqa: S112 - a trait that cannot be read holds no widget we made
+                continue
+            stack.extend(_widgets_in(value))
+        if current is not widget:
+            current.close()
+    widgets.Widget.close(widget)

@@ -38,7 +38,19 @@ from hookviz.render import (
 )
 from hookviz.summarize import Histogram, as_numpy, histogram
 from hookviz.text import closest_hint, text_table
-from hookviz.widgets.common import StaticFallback, caption_html, refuse, row, run_mode, show_png
+from hookviz.widgets.common import (
+    StaticFallback,
+    as_tensor_argument,
+    caption_html,
+    check_int,
+    check_model,
+    refuse,
+    row,
+    run_mode,
+    run_model,
+    show_png,
+    using_model,
+)
 
 __all__ = ["EXPLORER_KEY", "CapturedPass", "ExplorerState", "LayerExplorer", "LayerInfo"]
 
@@ -68,13 +80,19 @@ def _kind_of(value: Any) -> str:
     return "Tensor" if isinstance(value, Tensor) else "None" if value is None else type(value).__name__
 
 
-def _first_tensor(value: Any) -> tuple[tuple[int | str, ...], Tensor | None, str]:
+def _first_tensor(value: Any, batch: int | None = None) -> tuple[tuple[int | str, ...], Tensor | None, str]:
     """Path and value of the first tensor in a module output, and a note when it is inside a structure.
 
     The note names what the structure holds, so that a learner sees what was left out: an LSTM's
-    ``(output, (h, c))`` reads "tuple of 2; showing element [0] (elements: Tensor, tuple)".
+    ``(output, (h, c))`` reads "tuple of 2; showing element [0] (elements: Tensor, tuple)". With
+    ``batch``, the first tensor whose first dimension is ``batch`` is taken (a dict of a scalar
+    ``"aux"`` loss and the ``"logits"`` gives the logits, and the note names the key).
     """
-    for path, tensor in iter_tensors(value):
+    found = list(iter_tensors(value))
+    if batch is not None:
+        batch_first = [(p, t) for p, t in found if t.ndim >= 1 and t.shape[0] == batch]
+        found = batch_first or [(p, t) for p, t in found if t.ndim >= 1]
+    for path, tensor in found:
         if not path:
             return path, tensor, ""
         where = f"element [{path[0]}]" if isinstance(path[0], int) else f"key {path[0]!r}"
@@ -87,9 +105,16 @@ def _first_tensor(value: Any) -> tuple[tuple[int | str, ...], Tensor | None, str
         else:
             size = parts = ""
         return path, tensor, f"output is a {type(value).__name__}{size}; showing {where}{nested}{parts}"
+    if batch is not None and any(True for _ in iter_tensors(value)):
+        shapes = ", ".join(f"{_path_name(p)} {tuple(t.shape)}" for p, t in iter_tensors(value))
+        return (), None, f"it holds only single numbers, no tensor with the batch dimension of {batch} ({shapes})"
     if value is None:
         return (), None, "the output is None (the module returns nothing to show)"
     return (), None, f"the output is a {type(value).__name__} with no tensor in it"
+
+
+def _path_name(path: tuple[int | str, ...]) -> str:
+    return "".join(f"[{step!r}]" for step in path) or "the tensor"
 
 
 def _not_called_note(name: str, modules: dict[str, nn.Module]) -> str:
@@ -146,10 +171,17 @@ class CapturedPass:
         if target == "loss":
             if labels is None:
                 raise ValueError("target='loss' needs labels; pass labels=... or target='predicted' or a class index")
+            classes = out.shape[-1] if out.ndim >= 2 else 0
+            if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= classes):
+                raise ValueError(
+                    f"labels must be class indices from 0 to {classes - 1} (the model output {tuple(out.shape)} "
+                    f"scores {classes} classes), but they run from {int(labels.min())} to {int(labels.max())}; "
+                    "pass the right labels, or target='predicted'"
+                )
             if out.ndim == 3 and tuple(labels.shape) == tuple(out.shape[:2]):  # a class per position
                 flat, flat_labels = out.reshape(-1, out.shape[-1]), labels.reshape(-1).to(out.device)
                 return nn.functional.cross_entropy(flat, flat_labels, reduction="sum")
-            if out.ndim != 2:
+            if out.ndim != 2 or labels.ndim != 1:
                 raise ValueError(
                     "target='loss' needs (N, classes) logits with (N,) labels, or (N, positions, classes) "
                     f"logits with (N, positions) labels; the model returned shape {tuple(out.shape)} "
@@ -196,11 +228,26 @@ class CapturedPass:
             x.requires_grad_(True)
         # In train mode BatchNorm updates its running statistics: they are put back after the pass.
         buffers = [(b, b.clone()) for b in model.buffers()] if train_mode else []
-        with run_mode(model, train_mode), capture(model, layer_names, key=key) as cap, _restored(buffers):
-            out_value = model(x)
-            _, out, data.output_note = _first_tensor(out_value)
+        with (
+            using_model(model, data, "a LayerExplorer", "LayerExplorer"),
+            run_mode(model, train_mode),
+            capture(model, layer_names, key=key) as cap,
+            _restored(buffers),
+        ):
+            out_value = run_model(model, x, "LayerExplorer")
+            _, out, data.output_note = _first_tensor(out_value, len(inputs))
             if out is None:
-                raise TypeError(f"the model returned {type(out_value).__name__} with no tensor in it")
+                raise TypeError(
+                    f"LayerExplorer: {type(model).__name__} returned a {type(out_value).__name__}: "
+                    f"{data.output_note}; the explorer needs the model's output (logits) with one row per "
+                    "sample: wrap the model so that it returns them"
+                )
+            if out.is_complex():
+                raise TypeError(
+                    f"LayerExplorer: {type(model).__name__} returns complex values ({out.dtype}); the explorer "
+                    "draws real numbers and takes gradients of a real target: wrap the model to return "
+                    "out.abs() or out.real"
+                )
             data.n_outputs = cls.classes_of(out)
             data.output_shape = tuple(out.shape[1:])
             value = cls.target_value(out, target, labels)
@@ -222,6 +269,10 @@ class CapturedPass:
                 notes.append(f"called {record.calls} times; showing the last call")
             if act is None:
                 data.info[name] = LayerInfo(name, record.module_type, None, record.calls, f"cannot show: {note}")
+                continue
+            if act.is_complex():
+                why = f"cannot show: complex values ({str(act.dtype).removeprefix('torch.')}); show .abs() or .real"
+                data.info[name] = LayerInfo(name, record.module_type, None, record.calls, why)
                 continue
             if act.ndim == 0 or act.shape[0] != n:
                 why = _batch_note(modules.get(name), tuple(act.shape), n)
@@ -278,14 +329,25 @@ class ExplorerState:
         train_mode: bool = False,
         key: str = EXPLORER_KEY,
     ) -> None:
-        if not isinstance(model, nn.Module):
-            raise TypeError(f"expected an nn.Module, got {type(model).__name__}")
-        if not isinstance(inputs, Tensor) or inputs.ndim == 0 or len(inputs) == 0:
+        check_model(model, "LayerExplorer")
+        inputs = as_tensor_argument(inputs, "inputs")
+        if inputs.ndim == 0 or len(inputs) == 0:
             raise ValueError("inputs must be a batch tensor with at least one sample (shape (N, ...), N >= 1)")
-        if labels is not None and len(labels) != len(inputs):
-            raise ValueError(f"labels has {len(labels)} entries for {len(inputs)} inputs")
-        if page_size < 1:
-            raise ValueError("page_size must be at least 1")
+        if labels is not None:
+            labels = as_tensor_argument(labels, "labels")
+            if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+                raise TypeError(
+                    f"labels must be integer class indices, not {str(labels.dtype).removeprefix('torch.')} "
+                    "values; pass labels.long() (or target='predicted' without labels)"
+                )
+            if labels.ndim == 0 or len(labels) != len(inputs):
+                got = "a single number" if labels.ndim == 0 else f"{len(labels)} entries"
+                raise ValueError(f"labels has {got} for {len(inputs)} inputs: pass one label per sample")
+        page_size = check_int(page_size, "page_size", minimum=1)
+        if layers is not None and not isinstance(layers, str):
+            if not isinstance(layers, (list, tuple)) or not all(isinstance(n, str) for n in layers):
+                raise TypeError(f"layers must be a list of layer names from model.named_modules(), not {layers!r}")
+            layers = list(layers)
         self.model = model
         self.inputs = inputs.detach()
         self.labels = None if labels is None else labels.detach()
@@ -382,10 +444,19 @@ class ExplorerState:
         return (leaves or self.layers)[-1]
 
     def _check_layer(self, name: str) -> str:
+        if not isinstance(name, str):
+            raise TypeError(f"layer must be a layer name (a string from the layer list), not {name!r}")
         if name in self.activations:
             return name
         if name in self.info:
             raise KeyError(f"layer {name!r} cannot be shown: {self.info[name].note}")
+        shared = dict(self.model.named_modules(remove_duplicate=False)).get(name)
+        first = next((n for n, m in self.model.named_modules() if m is shared), None) if shared is not None else None
+        if first is not None and first != name:
+            raise KeyError(
+                f"layer {name!r} is the same module as {first!r} (one module shared under two names); "
+                f"the layer list shows it once, as {first!r}: choose {first!r}"
+            )
         raise KeyError(f"no layer named {name!r} in {type(self.model).__name__}{closest_hint(name, self.layers)}")
 
     # ------------------------------------------------------------------------------- the cursor
@@ -398,6 +469,7 @@ class ExplorerState:
             if new != self.layer:
                 self.layer, self.page = new, 0
         if sample is not None:
+            sample = check_int(sample, "sample")
             if not 0 <= int(sample) < self.n_samples:
                 raise IndexError(
                     f"sample {sample} is out of range: the batch has {self.n_samples} samples "
@@ -409,6 +481,7 @@ class ExplorerState:
                 raise ValueError(f"order must be 'index' or 'topk', not {order!r}")
             self.order = order
         if page is not None:
+            page = check_int(page, "page")
             if not 0 <= int(page) < self.pages:
                 raise IndexError(f"page {int(page) + 1} does not exist: layer {self.layer!r} has {self.pages} page(s)")
             self.page = int(page)
@@ -630,8 +703,15 @@ class ExplorerState:
         d = self.describe()
         label = f" ({self.label_text()})" if d["label"] is not None else ""
         if self.kind == "maps":
-            shown = d["shown"]
-            what = f"channels {', '.join(map(str, shown[:6]))}{'…' if len(shown) > 6 else ''} of {d['channels']}"
+            shown, total = list(d["shown"]), d["channels"]
+            listed = ", ".join(map(str, shown[:6])) + (", …" if len(shown) > 6 else "")
+            if self.order == "topk":
+                count = f"all {total}" if len(shown) == total else f"{len(shown)} of {total}"
+                what = f"{count} channels, largest mean first: {listed}"
+            elif shown and shown == list(range(shown[0], shown[0] + len(shown))):
+                what = f"all {total} channels" if len(shown) == total else f"channels {shown[0]}-{shown[-1]} of {total}"
+            else:
+                what = f"channels {listed} of {total}"
             what += f" · page {d['page']} ({'top-k by mean' if self.order == 'topk' else 'by index'})"
         elif self.kind == "sequence":
             what = f"{d['shown']} as a heat map (a row per position)"
@@ -734,6 +814,7 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         self.hide_zeros.observe(lambda ch: self.refresh(), names="value")
         self.target.observe(self._on_target, names="value")
         self.refresh()
+        self._close_previous_run("LayerExplorer")
 
     def _layer_options(self, type_name: str) -> list[tuple[str, str]]:
         return [(self.state.info[n].label, n) for n in self.state.layers_of_type(type_name)]
@@ -806,4 +887,6 @@ class LayerExplorer(StaticFallback, widgets.VBox):
 
     def __repr__(self) -> str:
         s = self.state
+        if s is None:
+            return "LayerExplorer(closed)"
         return f"LayerExplorer(layer={s.layer!r}, sample={s.sample}, page={s.page + 1}/{s.pages}, target={s.target!r})"

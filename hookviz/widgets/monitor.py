@@ -44,6 +44,7 @@ from hookviz.render import (
     join_png,
     message_png,
     monitor_figure,
+    pace_png,
     stack_png,
 )
 from hookviz.summarize import (
@@ -58,7 +59,21 @@ from hookviz.summarize import (
     pad_samples,
     sample_stats,
 )
-from hookviz.widgets.common import StaticFallback, caption_html, row, run_mode, show_png, show_text
+from hookviz.widgets.common import (
+    StaticFallback,
+    as_tensor_argument,
+    caption_html,
+    check_int,
+    check_model,
+    claim_model,
+    creation_place,
+    previous_from_same_place,
+    release_model,
+    row,
+    run_mode,
+    show_png,
+    show_text,
+)
 
 __all__ = [
     "MONITOR_KEY",
@@ -131,6 +146,40 @@ def default_layers(model: nn.Module) -> dict[str, nn.Module]:
     return chosen or resolve_layers(model)
 
 
+def _check_probe(model: nn.Module, probe: Tensor) -> None:
+    """Refuse a probe that cannot go through ``model``: no batch dimension, or another floating dtype."""
+    if probe.ndim == 0 or len(probe) == 0:
+        raise ValueError(
+            "probe must be a batch with at least one sample (shape (N, ...)); for one sample x pass x[None] or x[:1]"
+        )
+    weights = next((p for p in model.parameters() if p.is_floating_point()), None)
+    if probe.is_floating_point() and weights is not None and probe.dtype != weights.dtype:
+        raise TypeError(
+            f"probe is {str(probe.dtype).removeprefix('torch.')} but the weights of {type(model).__name__} are "
+            f"{str(weights.dtype).removeprefix('torch.')}; pass probe.to({weights.dtype})"
+        )
+
+
+def _loss_value(loss: Any) -> float:
+    """The number a training step returned: a number, a one-element tensor, or ``None`` (NaN); else a clear error."""
+    if loss is None:
+        return float("nan")
+    if isinstance(loss, Tensor):
+        if loss.numel() == 1 and not loss.is_complex():
+            return float(loss.detach())
+        what = f"a tensor of shape {tuple(loss.shape)}"
+    elif isinstance(loss, (int, float, np.integer, np.floating)) and not isinstance(loss, bool):
+        return float(loss)
+    elif isinstance(loss, dict):
+        what = f"a dict with keys {', '.join(map(repr, loss))}"
+    else:
+        what = f"a {type(loss).__name__} ({loss!r})" if isinstance(loss, str) else f"a {type(loss).__name__}"
+    raise TypeError(
+        f"step_fn must return the loss as a number or a one-element tensor (or None), but it returned {what}; "
+        "return the loss itself, e.g. return loss (or loss.mean(), or out['loss'])"
+    )
+
+
 def _cycle(data: Iterable[Any]) -> Iterator[Any]:
     """Batches of ``data`` for ever: a new pass (epoch) over it each time it runs out."""
     while True:
@@ -184,10 +233,21 @@ class MonitorState:
         probe_label: int | None = None,
         key: str = MONITOR_KEY,
     ) -> None:
-        if not isinstance(model, nn.Module):
-            raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+        check_model(model, "TrainingMonitor")
         if not callable(step_fn):
             raise TypeError(f"step_fn must be a function that runs one training step, got {type(step_fn).__name__}")
+        history = check_int(history, "history", minimum=2)
+        sample = check_int(sample, "sample", minimum=1)
+        stats_every = check_int(stats_every, "stats_every", minimum=1, fix="1 turns samples into statistics every step")
+        capture_every = check_int(capture_every, "capture_every", minimum=1, fix="1 records every step")
+        bins = check_int(bins, "bins", minimum=1, fix="the default is 40")
+        if probe is not None:
+            probe = as_tensor_argument(probe, "probe")
+            _check_probe(model, probe)
+        if probe_label is not None:
+            probe_label = check_int(probe_label, "probe_label")
+        if not isinstance(key, str):
+            raise TypeError(f"key must be a string, not {key!r}")
         self.model = model
         self.step_fn = step_fn
         self.data = data
@@ -197,8 +257,8 @@ class MonitorState:
         self.history = RunHistory(history)
         self.recent: deque[StepStats] = deque(maxlen=_RECENT)
         self.reducer = StridedSample(sample)
-        self.stats_every = max(1, stats_every)
-        self.capture_every = max(1, capture_every)
+        self.stats_every = stats_every
+        self.capture_every = capture_every
         self.bins = bins
         self.key = key
         self.step = 0
@@ -221,13 +281,19 @@ class MonitorState:
         self._idle = threading.Event()  # set while no run() is executing
         self._idle.set()
         self._looping = False
-        previous = _LATEST.get((id(model), key))
-        if previous is not None and previous is not self and previous.running:
+        place = creation_place()
+        self._what = f"a monitor that trains it (made at line {place[2]} of {place[0]})"
+        # The monitor made by an earlier run of the same cell (whatever its model), and the last one on this model
+        # with this key, stop: re-running a cell never piles up trainings.
+        rerun = previous_from_same_place("MonitorState", self, outside_ipython=True)
+        for previous in (rerun, _LATEST.get((id(model), key))):
+            if previous is None or previous is self or not previous.running:
+                continue
             previous.stop()  # its loop ends after the current step and removes its hooks
             if not previous.wait(timeout=STOP_TIMEOUT):
                 raise RuntimeError(
-                    f"the earlier monitor on this {type(model).__name__} (key {key!r}) is still training "
-                    f"{STOP_TIMEOUT:g} s "
+                    f"the earlier monitor on this {type(previous.model).__name__} (key {previous.key!r}) is still "
+                    f"training {STOP_TIMEOUT:g} s "
                     "after it was asked to stop (a very slow step?); its hooks would collide with this "
                     "monitor's. Wait for it, or pass another key="
                 )
@@ -255,6 +321,7 @@ class MonitorState:
         An error in the thread is kept in :attr:`last_error` and reported through one last
         ``on_update`` (a background thread has no cell to raise into).
         """
+        steps = check_int(steps, "steps", minimum=0)
         with self._lock:
             self._claim()
             self.last_error = None
@@ -267,6 +334,7 @@ class MonitorState:
     def _claim(self) -> None:
         if not self._idle.is_set():
             raise RuntimeError("this monitor is already running; call stop() first")
+        claim_model(self.model, self, self._what, "TrainingMonitor")  # one tool per model at a time
         self._stop.clear()
         self._idle.clear()
         self._looping = True
@@ -278,8 +346,11 @@ class MonitorState:
 
         With ``on_update`` (a view), every ``interval`` seconds of wall time the probe sample is run
         through the model and ``on_update(state)`` is called; once more at the end. Without it the
-        run is "headless": no probe and no drawing.
+        run is "headless": no probe and no drawing. An interrupt (``KeyboardInterrupt``) or a
+        ``SystemExit`` in a step stops the run with the monitor consistent (hooks removed, steps
+        counted, :attr:`last_error` says what stopped it) and is raised again.
         """
+        steps = check_int(steps, "steps", minimum=0)
         with self._lock:
             self._claim()
         self._run_claimed(steps, on_update, interval, False)
@@ -291,12 +362,22 @@ class MonitorState:
         try:
             try:
                 self._loop(steps, on_update, interval)
-            except Exception as exc:
-                if not keep_errors:
+            except BaseException as exc:  # KeyboardInterrupt and SystemExit too: the state must stay consistent
+                if keep_errors or not isinstance(exc, Exception):
+                    self.last_error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                self._looping = False
+                release_model(self.model, self)
+                if on_update is not None:
+                    try:
+                        self._update(on_update)  # the last picture shows where it stopped, and why
+                    except Exception:  # noqa: S110 - the error that stopped the run is the one to report
+                        pass
+                if not keep_errors:  # the foreground run raises it in the cell; a background thread keeps it
                     raise
-                self.last_error = f"{type(exc).__name__}: {exc}"
+                return
             finally:
                 self._looping = False
+                release_model(self.model, self)
             if on_update is not None:
                 self._update(on_update)
         finally:
@@ -316,7 +397,7 @@ class MonitorState:
                 recorded = always or (self.step + 1) % self.capture_every == 0
                 if recorded and not always:
                     cap.start()
-                loss = self._one_step()
+                loss = _loss_value(self._one_step())  # a clear error for a string, a dict, a vector ...
                 if recorded:
                     if not always:
                         cap.stop()
@@ -394,7 +475,7 @@ class MonitorState:
             grads.append(_EMPTY if grad is None else grad)
             if act is not None:
                 self._recorded.add(name)
-        value = float(loss.detach()) if isinstance(loss, Tensor) else float(loss) if loss is not None else np.nan
+        value = _loss_value(loss)
         with self._lock:
             self.step += 1
             self._pending.append((self.step, value, acts, grads))
@@ -622,7 +703,19 @@ class MonitorState:
         zeros = int(round(sum(float(s.grad_zeros[i]) for s in recent)))
         total = int(counts.sum()) + zeros + nonfinite
         hist = Histogram(counts, self.grad_edges, total, nonfinite, 0, zeros)
-        return histogram_png(hist, title=f"log10 |grad| of {layer}, last {len(recent)} steps", x_label="log10")
+        return histogram_png(
+            hist, title=f"|gradient| of {layer}, last {len(recent)} steps", x_label="log10 |gradient| (-3 = 0.001)"
+        )
+
+    def pace_png(self) -> bytes:
+        """The fast charts (loss over steps, mean |gradient| by layer) up to the latest step, with Pillow.
+
+        Cheap (a few ms), so the view redraws them with the live row: they keep pace with training.
+        """
+        with self._lock:
+            self._flush()
+            steps, losses, depth = self.history.steps(), self.losses(), self.grad_by_depth()
+        return pace_png(steps, losses, self.layer_names, depth)
 
     def figure(self, selected: str | None = None, fig: Figure | None = None) -> Figure:
         """The charts as a matplotlib figure (loss, gradient by layer, activation stats, colourful dimension)."""
@@ -667,12 +760,15 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
     every few seconds (they cost more to draw) and at the end. The state is at ``monitor.state``.
     """
 
+    #: Seconds between two redraws of the fast charts (loss, mean |gradient|) while training runs.
+    PACE_EVERY = 0.5
+
     def __init__(
         self,
         model: nn.Module | None = None,
         step_fn: Callable[[], Any] | None = None,
         *,
-        steps: int = 100,
+        steps: int = 1000,
         interval: float = 0.2,
         charts_every: float = 3.0,
         **kwargs: Any,
@@ -696,6 +792,7 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
         self._chart_thread: threading.Thread | None = None
         self._last_charts = 0.0
         self._chart_cost = 0.0
+        self._last_pace = 0.0
         self.steps = widgets.IntText(value=steps, description=tr("steps"), layout={"width": "150px"})
         self.steps.style.description_width = "40px"
         self.train_button = widgets.Button(
@@ -717,6 +814,9 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
         # in the page (an Output would rebuild its output area several times a second).
         self.live_img = widgets.Image(format="png", layout={"height": "290px", "width": "430px"})
         self.grad_img = widgets.Image(format="png", layout={"height": "210px", "width": "300px"})
+        # The fast charts (loss, mean |gradient| by layer) are Pillow pictures redrawn with the live row, so
+        # they always show the status line's step; the detailed matplotlib charts below follow every few s.
+        self.pace_img = widgets.Image(format="png", layout={"height": "200px", "width": "740px"})
         self.out = widgets.Output(layout={"min_height": "548px"})
         super().__init__(
             [
@@ -724,16 +824,28 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
                 self.status,
                 self.message,
                 row(self.live_img, self.grad_img),
+                self.pace_img,
                 self.out,
             ]
         )
         self.add_class("hookviz-monitor")  # CSS hooks for the browser test and for styling
         self.live_img.add_class("hookviz-live")
+        self.pace_img.add_class("hookviz-pace")
         self.status.add_class("hookviz-status")
         self.train_button.on_click(lambda _: self._on_train())
         self.stop_button.on_click(lambda _: self.stop())
         self.layer.observe(lambda _: self.redraw(charts=True), names="value")
         self.redraw(charts=True)
+        self._close_previous_run("TrainingMonitor")
+
+    def _release(self) -> None:
+        """Stop training and wait for it (and for a chart being drawn) before the widget is closed."""
+        state = getattr(self, "state", None)  # None too for a widget whose __init__ failed
+        if state is not None:
+            state.stop()
+            state.wait(timeout=STOP_TIMEOUT)
+        if hasattr(self, "_chart_thread"):
+            self._wait_charts()
 
     def _status(self) -> str:
         s = self.state
@@ -758,7 +870,11 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
             self.status.value = self._status()
             self.live_img.value = s.live_png(layer)
             self.grad_img.value = s.live_grad_png(layer)
-        now = time.perf_counter()
+            now = time.perf_counter()
+            # the fast charts: every PACE_EVERY s while training (never more than that behind), always at the end
+            if charts or not s.running or now - self._last_pace >= self.PACE_EVERY:
+                self._last_pace = now
+                self.pace_img.value = s.pace_png()
         if charts or not s.running:
             self._wait_charts()
             self._draw_charts(layer)
@@ -838,6 +954,8 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
 
     def __repr__(self) -> str:
         s = self.state
+        if s is None:
+            return "TrainingMonitor(closed)"
         return (
             f"TrainingMonitor(step={s.step}, layers={len(s.layer_names)}, "
             f"history={len(s.history)}/{s.history.capacity})"

@@ -24,12 +24,21 @@ import torch
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
-from hookviz.capture import HookGroup
+from hookviz.capture import HookGroup, iter_tensors
 from hookviz.catalogue import HOOK_KINDS as CATALOGUE
 from hookviz.i18n import tr
 from hookviz.render import figure_png, timeline_figure
 from hookviz.text import text_table
-from hookviz.widgets.common import StaticFallback, row, show_html, show_png
+from hookviz.widgets.common import (
+    StaticFallback,
+    as_tensor_argument,
+    check_model,
+    row,
+    run_model,
+    show_html,
+    show_png,
+    using_model,
+)
 
 __all__ = ["HOOK_KINDS", "HookEvent", "HookTimeline", "TimelineState", "small_model"]
 
@@ -72,6 +81,25 @@ def small_model() -> nn.Sequential:
     return model
 
 
+def _describe_output(out: Any) -> str:
+    if isinstance(out, Tensor):
+        return f"tensor {tuple(out.shape)} {str(out.dtype).removeprefix('torch.')}"
+    return f"{type(out).__name__} of {len(out)}" if isinstance(out, (tuple, list, dict)) else type(out).__name__
+
+
+def _default_loss(out: Any) -> Tensor:
+    """``out.pow(2).mean()``, summed over every floating-point tensor of a tuple, list or dict output."""
+    if isinstance(out, Tensor) and out.is_floating_point():
+        return out.pow(2).mean()
+    parts = [t.float().pow(2).mean() for _, t in iter_tensors(out) if t.is_floating_point() and t.numel()]
+    if not parts:
+        raise ValueError(
+            f"HookTimeline: the model returned {_describe_output(out)} with no floating-point tensor to take a "
+            "loss of; pass loss_fn= that turns its output into one number"
+        )
+    return torch.stack(parts).sum()
+
+
 class TimelineState:
     """Run one forward and backward pass with every kind of hook attached and record the firing order.
 
@@ -96,11 +124,13 @@ class TimelineState:
         global_hooks: bool = True,
         input_requires_grad: bool = True,
     ) -> None:
-        self.model = model if model is not None else small_model()
+        self.model = check_model(model if model is not None else small_model(), "HookTimeline")
         if inputs is None:
             inputs = torch.randn(2, 3, generator=torch.Generator().manual_seed(1))
-        self.inputs = inputs
-        self.loss_fn = loss_fn or (lambda out: out.pow(2).mean())
+        self.inputs = as_tensor_argument(inputs, "inputs")
+        if loss_fn is not None and not callable(loss_fn):
+            raise TypeError(f"loss_fn must be a function of the model's output, not {loss_fn!r}")
+        self.loss_fn = loss_fn or _default_loss
         self.global_hooks = global_hooks
         self.input_requires_grad = input_requires_grad
         self.events: list[HookEvent] = []
@@ -117,17 +147,24 @@ class TimelineState:
         """Attach every hook, run forward and backward once, detach everything; return the events.
 
         The parameters' ``.grad`` are set aside before the pass (so accumulation starts from nothing,
-        as in a first step) and put back afterwards; the training mode is put back too.
+        as in a first step) and put back afterwards; every submodule's own train/eval mode and every
+        buffer (BatchNorm's running statistics, which a train-mode pass updates) are put back too.
+        An integer input (tokens) is fed as it is, without an input tensor hook: only floating-point
+        tensors can require grad.
         """
         self.events = []
         names = self._names()
         model = self.model
         saved_grads = [(p, p.grad) for p in model.parameters()]
-        was_training = model.training
+        modes = [(module, module.training) for module in model.modules()]
+        buffers = [(b, b.clone()) for b in model.buffers()]
         try:
             for p, _ in saved_grads:
                 p.grad = None
-            with HookGroup(model, key=TIMELINE_KEY) as hooks:
+            with (
+                using_model(model, self, "a HookTimeline", "HookTimeline"),
+                HookGroup(model, key=TIMELINE_KEY) as hooks,
+            ):
                 for module, where in names.items():
                     for kind in _MODULE_KINDS:
 
@@ -154,14 +191,14 @@ class TimelineState:
                     for kind in _GLOBAL_KINDS:
                         hooks.register(None, kind, global_hook(kind))
                 x = self.inputs.detach().clone()
-                if self.input_requires_grad:
+                if self.input_requires_grad and (x.is_floating_point() or x.is_complex()):
                     x.requires_grad_(True)
                     hooks.register(x, "tensor", lambda g: self._log("tensor", "input x"))
                 self._phase = "forward"
-                out = model(x)
+                out = run_model(model, x, "HookTimeline")
                 if isinstance(out, Tensor) and out.requires_grad:
                     hooks.register(out, "tensor", lambda g: self._log("tensor", "model output"))
-                loss = self.loss_fn(out)
+                loss = self._loss(out)
                 hooks.register(loss, "tensor", lambda g: self._log("tensor", "loss"))
                 self._phase = "backward"
                 loss.backward()
@@ -169,8 +206,37 @@ class TimelineState:
             self._phase = "done"
             for p, grad in saved_grads:
                 p.grad = grad
-            model.train(was_training)
+            for module, mode in modes:
+                module.training = mode
+            with torch.no_grad():
+                for buffer, saved in buffers:
+                    buffer.copy_(saved)
         return self.events
+
+    def _loss(self, out: Any) -> Tensor:
+        """The scalar the backward pass starts from; a clear error when there is none to differentiate."""
+        try:
+            loss = self.loss_fn(out)
+        except ValueError:
+            raise
+        except Exception as exc:
+            raise TypeError(
+                f"HookTimeline: loss_fn failed on the model's output ({_describe_output(out)}): "
+                f"{type(exc).__name__}: {exc}. Pass loss_fn= that turns this output into one number"
+            ) from exc
+        if not isinstance(loss, Tensor) or loss.numel() != 1:
+            raise TypeError(
+                f"HookTimeline: loss_fn must return a one-element tensor, got {_describe_output(loss)}; "
+                "reduce it, e.g. loss_fn=lambda out: out.sum()"
+            )
+        if not loss.requires_grad:
+            raise ValueError(
+                f"HookTimeline: the loss of {type(self.model).__name__} does not require grad, so no backward "
+                "pass can run (every parameter is frozen and the input cannot require grad, e.g. integer "
+                "tokens, or input_requires_grad=False). Unfreeze a parameter (p.requires_grad_(True)) or "
+                "pass floating-point inputs"
+            )
+        return loss.reshape(())
 
     def filter(
         self, kinds: Sequence[str] | None = None, phase: str | None = None, where: str | None = None
@@ -247,6 +313,7 @@ class HookTimeline(StaticFallback, widgets.VBox):
             w.observe(lambda _: self.refresh(), names="value")
         self._fig = Figure(figsize=(9, 6), dpi=72)
         self.refresh()
+        self._close_previous_run("HookTimeline")
 
     def reset(self) -> HookTimeline:
         """Back to the opening view: every kind, both phases, every place."""
@@ -271,4 +338,6 @@ class HookTimeline(StaticFallback, widgets.VBox):
         return figure_png(self.state.figure(self.shown()))
 
     def __repr__(self) -> str:
+        if self.state is None:
+            return "HookTimeline(closed)"
         return f"HookTimeline(shown={len(self.shown())}, events={len(self.state.events)})"
