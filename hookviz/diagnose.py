@@ -76,6 +76,12 @@ NOT_DETECTABLE = {
     "that reads them after the run, which the doctor does not see",
     29: "the failure appears only under torch.func transforms (grad, vmap); a plain forward and backward run works, "
     "and flagging every full backward hook would flag correct models",
+    34: "prefill and decode steps exist only inside generate() with a KV cache, and the shape test fails only for a "
+    "one-token prompt: one forward and backward on the given inputs has no decode step to tell apart",
+    35: "a tensor hook on a parameter stops firing only when FSDP2 shards it across processes; the doctor runs the "
+    "model in one process, where the same hook fires as it should",
+    36: "recompiles happen only under torch.compile, over many calls; the doctor runs the model eagerly, and a hook "
+    "that appends to a list or deque is correct eager code",
 }
 """The clinic's mistakes a run of the model cannot reveal, and why."""
 

@@ -54,7 +54,7 @@ def mlp() -> nn.Sequential:
 def test_every_clinic_mistake_is_either_detected_or_explained() -> None:
     notebook = (ROOT / "notebooks" / "11_mistakes_clinic.ipynb").read_text()
     numbers = {int(n) for n in re.findall(r'<a id=\\"mistake-(\d+)\\"', notebook)}
-    assert numbers == set(range(1, 34))
+    assert numbers == set(range(1, 37))
     assert set(DETECTED) | set(NOT_DETECTABLE) == numbers
     assert not set(DETECTED) & set(NOT_DETECTABLE)
     assert all(len(reason) > 40 for reason in NOT_DETECTABLE.values())
