@@ -20,9 +20,11 @@ Panels have a fixed pixel size whatever they show, so a widget never jumps in he
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -48,9 +50,12 @@ __all__ = [
     "message_png",
     "monitor_figure",
     "mosaic",
+    "nice_ticks",
+    "pace_png",
     "mosaic_png",
     "png_bytes",
     "stack_png",
+    "step_label",
     "strip_png",
     "text_sizes_px",
     "timeline_figure",
@@ -242,6 +247,27 @@ def _font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
     return _FONT[0]
 
 
+@functools.lru_cache(maxsize=4096)
+def _glyphs(text: str) -> tuple[Any, tuple[int, int]]:
+    """The rendered mask of ``text`` in the panel font and its offset (text is drawn again and again)."""
+    return _font().getmask2(text, "L")
+
+
+def _text(
+    draw: ImageDraw.ImageDraw,
+    xy: tuple[float, float],
+    text: str,
+    fill: tuple[int, int, int] = _TEXT,
+    font: Any = None,
+) -> None:
+    """``draw.text(xy, text, fill=fill)`` in the panel font, with the glyphs of each string rendered once."""
+    if not text:
+        return
+    mask, offset = _glyphs(text)
+    ink = draw._getink(fill)[0]
+    draw.draw.draw_bitmap((int(xy[0] + offset[0]), int(xy[1] + offset[1])), mask, ink)
+
+
 def _fit(draw: ImageDraw.ImageDraw, text: str, width: float) -> str:
     """``text``, shortened with an ellipsis so that it fits in ``width`` pixels."""
     font = _font()
@@ -284,6 +310,193 @@ def _wrap(draw: ImageDraw.ImageDraw, text: str, width: float) -> list[str]:
     return lines or [""]
 
 
+def nice_ticks(lo: float, hi: float, most: int = 5) -> list[float]:
+    """At most ``most`` round values (steps of 1, 2 or 5 x 10^k) inside ``[lo, hi]``, always at least two.
+
+    Ticks a reader can label and read on a projector: ``nice_ticks(-3.2, 4.1)`` is ``[-2, 0, 2, 4]``.
+    """
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return [lo] if math.isfinite(lo) else []
+    raw = (hi - lo) / max(most - 1, 1)
+    for step in sorted(
+        m * 10.0**k for k in range(math.floor(math.log10(raw)) - 1, math.ceil(math.log10(raw)) + 2) for m in (1, 2, 5)
+    ):
+        first = math.ceil(lo / step - 1e-9)
+        ticks = [(first + i) * step for i in range(int(math.floor(hi / step + 1e-9)) - first + 1)]
+        if 2 <= len(ticks) <= most:
+            return [0.0 if abs(t) < step * 1e-9 else float(f"{t:.12g}") for t in ticks]
+    return [lo, hi]
+
+
+def step_label(value: float) -> str:
+    """A short label for a step count: ``750``, ``1.5k``, ``12k``, ``2.5M`` (no labels run together)."""
+    for unit, size in (("M", 1e6), ("k", 1e3)):
+        if abs(value) >= size * 0.9995:  # 999,750 is "1M", not "1e+03k"
+            return f"{value / size:.3g}{unit}"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3g}"
+
+
+def _tick_text(value: float) -> str:
+    return "0" if value == 0 else f"{value:.3g}"
+
+
+def log_ticks(lo: float, hi: float, most: int = 5) -> list[float]:
+    """Ticks for a log axis over ``[lo, hi]`` (both > 0): decades, or 1-2-5 steps when fewer than three decades
+    fit, so that even a range inside one decade gets at least two labelled ticks."""
+    if not (lo > 0 and hi > lo):
+        return [lo] if lo > 0 else []
+    for subs in ((1.0,), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0), tuple(float(m) for m in range(1, 10))):
+        ticks = [
+            float(f"{m * 10.0**k:.6g}")
+            for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+            for m in subs
+            if lo * (1 - 1e-9) <= m * 10.0**k <= hi * (1 + 1e-9)
+        ]
+        if len(ticks) >= 3 or subs[-1] == 9.0:
+            if len(ticks) > most:
+                ticks = ticks[:: math.ceil(len(ticks) / most)]
+            return ticks
+    return [lo, hi]
+
+
+def _sci_text(value: float) -> str:
+    """``2e-06`` → ``2e-6``: the shortest label of a positive value on a log axis."""
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def pace_png(
+    steps: np.ndarray,
+    loss: np.ndarray,
+    layer_names: Sequence[str],
+    grad_by_depth: np.ndarray,
+    size: tuple[int, int] = (740, 200),
+) -> bytes:
+    """The monitor's two fast charts, drawn straight into pixels with Pillow (a few ms): loss over steps,
+    and mean |gradient| by layer on a log axis.
+
+    Cheap enough to redraw with the live row several times a second, so these charts always show the
+    step of the status line. Every axis carries labelled ticks at round values: steps as ``750``,
+    ``1.5k``, ``12k`` (never running together), the gradient axis at decades or 1-2-5 steps.
+    """
+    width, height = size
+    img = Image.new("RGB", size, (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    font = _font()
+    line = FONT_PX + 4
+    half = width // 2
+    top, bottom = 6 + line + 4, 2 * line + 4
+    plot_h = height - top - bottom
+    # ---- left: loss over steps
+    left, right = 52, half - 14
+    plot_w = right - left
+    steps = np.asarray(steps, dtype=np.float64)
+    loss = np.asarray(loss, dtype=np.float64)
+    finite = np.isfinite(loss)
+    last = f", up to step {int(steps[-1])}" if len(steps) else ""
+    _text(draw, (4, 4), _fit(draw, f"loss{last}", half - 8), fill=_TEXT, font=font)
+    draw.line([(left, top + plot_h), (right, top + plot_h)], fill=_TEXT)
+    draw.line([(left, top), (left, top + plot_h)], fill=_TEXT)
+    if len(steps) and finite.any():
+        x_lo = float(steps[0]) if len(steps) > 1 else 0.0
+        x_hi = float(steps[-1]) if steps[-1] > x_lo else x_lo + 1.0
+        y_lo, y_hi = float(loss[finite].min()), float(loss[finite].max())
+        if y_hi <= y_lo:
+            y_lo, y_hi = y_lo - 0.5, y_hi + 0.5
+        pad = 0.05 * (y_hi - y_lo)
+        y_lo, y_hi = y_lo - pad, y_hi + pad
+
+        def to_x(v: float) -> float:
+            return left + (v - x_lo) / (x_hi - x_lo) * plot_w
+
+        def to_y(v: float) -> float:
+            return top + plot_h * (1.0 - (v - y_lo) / (y_hi - y_lo))
+
+        for tick in nice_ticks(y_lo, y_hi, most=4):
+            y = to_y(tick)
+            draw.line([(left - 3, y), (left, y)], fill=_TEXT)
+            text = _tick_text(tick)
+            _text(draw, (left - 6 - draw.textlength(text, font=font), y - FONT_PX / 2 - 1), text, fill=_TEXT, font=font)
+        for tick in nice_ticks(x_lo, x_hi, most=max(2, min(5, plot_w // 70))):
+            x = to_x(tick)
+            text = step_label(tick)
+            w = draw.textlength(text, font=font)
+            draw.line([(x, top + plot_h), (x, top + plot_h + 3)], fill=_TEXT)
+            _text(draw, (min(max(x - w / 2, 2), right - w + 8), top + plot_h + 4), text, fill=_TEXT, font=font)
+        points = [(to_x(float(a)), to_y(float(b))) for a, b in zip(steps[finite], loss[finite], strict=True)]
+        if len(points) > 1:
+            draw.line(points, fill=_TEXT, width=2)
+        else:
+            x, y = points[0]
+            draw.ellipse([x - 2, y - 2, x + 2, y + 2], fill=_TEXT)
+    else:
+        _text(draw, (left + 8, top + plot_h // 2 - 8), "no steps yet", fill=_GREY, font=font)
+    label = "step"
+    _text(
+        draw,
+        (left + (plot_w - draw.textlength(label, font=font)) / 2, top + plot_h + 4 + line),
+        label,
+        fill=_GREY,
+        font=font,
+    )
+    # ---- right: mean |gradient| by layer, log axis
+    names = [str(n) for n in layer_names]
+    name_w = max((draw.textlength(n, font=font) for n in names), default=0.0)
+    left = int(half + 8 + min(name_w, 110) + 6)
+    right = width - 14
+    plot_w = right - left
+    _text(draw, (half + 4, 4), _fit(draw, "mean |gradient|, last steps", width - half - 8), fill=_TEXT, font=font)
+    values = np.asarray(grad_by_depth, dtype=np.float64)
+    good = np.isfinite(values) & (values > 0)
+    draw.line([(left, top + plot_h), (right, top + plot_h)], fill=_TEXT)
+    draw.line([(left, top), (left, top + plot_h)], fill=_TEXT)
+    n = max(len(names), 1)
+    bar_h = plot_h / n
+    if good.any():
+        v_lo, v_hi = float(values[good].min()), float(values[good].max())
+        lo_exp, hi_exp = math.log10(v_lo) - 0.15, math.log10(v_hi) + 0.15
+        if hi_exp - lo_exp < 1.0:  # at least one decade wide: a few 1-2-5 ticks always fit
+            middle = (hi_exp + lo_exp) / 2
+            lo_exp, hi_exp = middle - 0.5, middle + 0.5
+
+        def to_bx(v: float) -> float:
+            return left + (math.log10(v) - lo_exp) / (hi_exp - lo_exp) * plot_w
+
+        for tick in log_ticks(10.0**lo_exp, 10.0**hi_exp, most=max(2, min(5, plot_w // 60))):
+            x = to_bx(tick)
+            text = _sci_text(tick)
+            w = draw.textlength(text, font=font)
+            draw.line([(x, top), (x, top + plot_h + 3)], fill=(225, 225, 225))
+            draw.line([(x, top + plot_h), (x, top + plot_h + 3)], fill=_TEXT)
+            _text(draw, (min(max(x - w / 2, left - 8), width - w - 2), top + plot_h + 4), text, fill=_TEXT, font=font)
+        for i, value in enumerate(values):
+            if good[i]:
+                y0 = top + i * bar_h + 0.18 * bar_h
+                draw.rectangle(
+                    [left + 1, y0, max(left + 1, to_bx(float(value))), y0 + 0.64 * bar_h], fill=(214, 39, 40)
+                )
+    else:
+        _text(draw, (left + 8, top + plot_h // 2 - 8), "no gradient yet", fill=_GREY, font=font)
+    for i, name in enumerate(names):
+        text = _fit(draw, name, 110)
+        y = top + (i + 0.5) * bar_h - FONT_PX / 2 - 1
+        _text(draw, (left - 6 - draw.textlength(text, font=font), y), text, fill=_TEXT, font=font)
+    label = "mean |gradient| (log scale)"
+    _text(
+        draw,
+        (left + (plot_w - draw.textlength(label, font=font)) / 2, top + plot_h + 4 + line),
+        label,
+        fill=_GREY,
+        font=font,
+    )
+    buf = io.BytesIO()  # few colours: a palette PNG is smaller and quicker to send than RGB
+    img.quantize(colors=32, method=Image.Quantize.FASTOCTREE).save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+_HISTOGRAM_PNGS: dict[tuple[Any, ...], bytes] = {}  # the last pictures drawn: a widget shows the same one again
+
+
 def histogram_png(
     hist: Histogram,
     title: str = "",
@@ -294,15 +507,54 @@ def histogram_png(
 ) -> bytes:
     """Draw a histogram straight into pixels with Pillow and return PNG bytes (about 1 ms, no matplotlib).
 
-    Bars over the finite range, a grey line at x = 0 when it is inside the range, the range printed
-    under the axis, the largest count on the left, a title line, a line with the NaN/Inf counts (red
-    when any) and, when exact zeros were left out (``hist.zeros``), how many. ``log`` scales bar
-    heights by ``log10(1 + count)`` so that small tails stay visible.
+    The same histogram with the same labels comes back from a small cache (a widget going back to a layer
+    it showed before redraws nothing).
+    """
+    counts, edges = np.asarray(hist.counts), np.asarray(hist.edges)
+    key = (
+        counts.tobytes(),
+        counts.dtype.str,
+        edges.tobytes(),
+        hist.total,
+        hist.nan,
+        hist.inf,
+        hist.zeros,
+        title,
+        log,
+        size,
+        color,
+        x_label,
+    )
+    png = _HISTOGRAM_PNGS.get(key)
+    if png is None:
+        png = _draw_histogram_png(hist, title, log, size, color, x_label)
+        if len(_HISTOGRAM_PNGS) >= 256:
+            _HISTOGRAM_PNGS.clear()
+        _HISTOGRAM_PNGS[key] = png
+    return png
+
+
+def _draw_histogram_png(
+    hist: Histogram,
+    title: str,
+    log: bool,
+    size: tuple[int, int],
+    color: tuple[int, int, int],
+    x_label: str,
+) -> bytes:
+    """The drawing of :func:`histogram_png`.
+
+    Bars over the finite range, labelled ticks at round values under the axis (:func:`nice_ticks`), a
+    grey line at x = 0 labelled ``0`` when it is inside the range, ``x_label`` on a row of its own
+    under the tick labels (so it never reads as a tick), the largest count on the left, a title line,
+    a line with the NaN/Inf counts (red when any) and, when exact zeros were left out
+    (``hist.zeros``), how many. ``log`` scales bar heights by ``log10(1 + count)`` so that small tails
+    stay visible.
     """
     width, height = size
     line = FONT_PX + 4
     lines = 3 if hist.zeros is not None else 2
-    left, right, top, bottom = 46, 12, 6 + lines * line + 4, 2 * line + 2
+    left, right, top, bottom = 46, 12, 6 + lines * line + 4, (3 if x_label else 2) * line + 2
     img = Image.new("RGB", size, (255, 255, 255))
     draw = ImageDraw.Draw(img)
     font = _font()
@@ -323,29 +575,38 @@ def histogram_png(
         draw.line([(x0, top), (x0, top + plot_h)], fill=(150, 150, 150))
     draw.line([(left, top + plot_h), (left + plot_w, top + plot_h)], fill=_TEXT)
     draw.line([(left, top), (left, top + plot_h)], fill=_TEXT)
-    draw.text((left, top + plot_h + 3), f"{lo:.3g}", fill=_TEXT, font=font)
-    hi_text = f"{hi:.3g}"
-    draw.text((left + plot_w - draw.textlength(hi_text, font=font), top + plot_h + 3), hi_text, fill=_TEXT, font=font)
+    # multiples of a round step: 0 is a tick whenever the range holds it, so the zero line is labelled
+    for tick in nice_ticks(lo, hi, most=max(2, min(6, plot_w // 50))):
+        x = left + (tick - lo) / span * plot_w
+        text = _tick_text(tick)
+        w = draw.textlength(text, font=font)
+        draw.line([(x, top + plot_h), (x, top + plot_h + 3)], fill=_TEXT)
+        _text(draw, (min(max(x - w / 2, 2), width - w - 2), top + plot_h + 4), text, fill=_TEXT, font=font)
     if x_label:
-        label = _fit(draw, x_label, plot_w - 90)
-        draw.text(
-            (left + (plot_w - draw.textlength(label, font=font)) / 2, top + plot_h + 3), label, fill=_GREY, font=font
+        label = _fit(draw, x_label, plot_w)
+        _text(
+            draw,
+            (left + (plot_w - draw.textlength(label, font=font)) / 2, top + plot_h + 4 + line),
+            label,
+            fill=_GREY,
+            font=font,
         )
     if not counts.any():
-        draw.text((left + 8, top + plot_h // 2 - 8), "no values to draw", fill=_GREY, font=font)
+        _text(draw, (left + 8, top + plot_h // 2 - 8), "no values to draw", fill=_GREY, font=font)
     peak_count = int(counts.max()) if counts.size else 0
-    draw.text((4, top), f"{peak_count}", fill=_TEXT, font=font)
-    draw.text((4, top + line), "log" if log else "count", fill=_GREY, font=font)
-    draw.text((4, 4), _fit(draw, title, width - 8), fill=_TEXT, font=font)
+    _text(draw, (4, top), f"{peak_count}", fill=_TEXT, font=font)
+    _text(draw, (4, top + line), "log" if log else "count", fill=_GREY, font=font)
+    _text(draw, (4, 4), _fit(draw, title, width - 8), fill=_TEXT, font=font)
     bad = hist.nan or hist.inf
-    draw.text(
+    _text(
+        draw,
         (4, 4 + line),
         _fit(draw, f"NaN {hist.nan} · Inf {hist.inf} · {hist.total} values", width - 8),
         fill=(200, 0, 0) if bad else _TEXT,
         font=font,
     )
     if hist.zeros is not None:
-        draw.text((4, 4 + 2 * line), f"exact zeros: {hist.zeros} (not drawn)", fill=_GREY, font=font)
+        _text(draw, (4, 4 + 2 * line), f"exact zeros: {hist.zeros} (not drawn)", fill=_GREY, font=font)
     return png_bytes(np.asarray(img))
 
 
@@ -505,8 +766,10 @@ def block_mean(
     keep[:rows, :cols] = mask
 
     def blocks(x: np.ndarray) -> np.ndarray:
-        return x.reshape(shape[0] // fy, fy, shape[1] // fx, fx).transpose(0, 2, 1, 3).reshape(
-            shape[0] // fy, shape[1] // fx, fy * fx
+        return (
+            x.reshape(shape[0] // fy, fy, shape[1] // fx, fx)
+            .transpose(0, 2, 1, 3)
+            .reshape(shape[0] // fy, shape[1] // fx, fy * fx)
         )
 
     b, k = blocks(padded), blocks(keep)
@@ -645,10 +908,16 @@ def monitor_figure(
     per layer over steps (one legend under them, never over the lines); the "colorful dimension"
     (histogram of |activation| of ``selected`` per point of the history, log colour) and the
     histogram of log10|gradient| of ``selected`` (exact zeros are left out and their share is named).
-    Step axes have integer ticks and always span the whole run.
+    Step axes have at most four integer ticks labelled ``750``, ``1.5k``, ``12k`` (never running
+    together) and always span the whole run; the gradient axis is logarithmic with labelled decades, or
+    1-2-5 ticks when the bars lie within about one decade.
     """
     from matplotlib import rc_context
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, NullLocator
+
+    def step_axis(axis: Any) -> None:
+        axis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: step_label(v)))
 
     if not len(steps):
         return _message(fig, "no steps yet: press Train, or call monitor.run(steps)")
@@ -662,7 +931,7 @@ def monitor_figure(
         ax.plot(steps, loss, lw=1.2, color="black")
         ax.set_title("loss")
         ax.set_xlabel("step")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        step_axis(ax.xaxis)
         ax = fig.add_subplot(grid[0, 1])
         safe = np.where(np.isfinite(grad_by_depth) & (grad_by_depth > 0), grad_by_depth, np.nan)
         ypos = np.arange(n)
@@ -670,10 +939,17 @@ def monitor_figure(
         ax.set_yticks(ypos, list(layer_names))
         ax.invert_yaxis()
         if np.isfinite(safe).any():
-            from matplotlib.ticker import NullFormatter
-
+            lo, hi = float(np.nanmin(safe)), float(np.nanmax(safe))
+            lo_exp, hi_exp = math.log10(lo) - 0.15, math.log10(hi) + 0.15
+            if hi_exp - lo_exp < 1.0:  # a one-decade-wide axis at least, so that several ticks fit
+                middle = (lo_exp + hi_exp) / 2
+                lo_exp, hi_exp = middle - 0.5, middle + 0.5
             ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())  # decade labels only: no overlapping 2x10^-5 ...
+            ax.set_xlim(10.0**lo_exp, 10.0**hi_exp)
+            ax.xaxis.set_major_locator(FixedLocator(log_ticks(10.0**lo_exp, 10.0**hi_exp, most=4)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _sci_text(v)))
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.xaxis.set_minor_formatter(NullFormatter())
         else:
             ax.text(0.5, 0.5, "no gradient yet", ha="center", va="center", transform=ax.transAxes, color="0.35")
         ax.set_title("mean |gradient|, last steps")
@@ -685,7 +961,7 @@ def monitor_figure(
                 if col == 0:
                     lines.append(ln)
             ax.set_title(title)
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            step_axis(ax.xaxis)
         legend_ax = fig.add_subplot(grid[2, :])
         legend_ax.set_axis_off()
         legend_ax.legend(lines, list(layer_names), ncols=3, loc="center", frameon=False)
@@ -701,7 +977,7 @@ def monitor_figure(
                 extent=(first, float(steps[-1]), 0.0, colorful_limit),
                 interpolation="nearest",
             )
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            step_axis(ax.xaxis)
         ax.set_title(f"|activation| over steps: {selected}")
         ax.set_xlabel("step")
         ax = fig.add_subplot(grid[3, 1])

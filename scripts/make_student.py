@@ -380,13 +380,12 @@ def wrap_comments(source: str, width: int = COMMENT_WIDTH) -> str:
 
 
 def learner_code(source: str) -> str:
-    """A code cell as the student copy shows it: ``%xmode Minimal`` becomes ``%xmode Context``, and long
-    comment lines are wrapped (:func:`wrap_comments`).
+    """A code cell's errors as the student copy shows them: ``%xmode Minimal`` becomes ``%xmode Context``.
 
     The teacher notebooks store one-line errors (no traceback holding file paths); a learner's own
-    mistake must show where it failed.
+    mistake must show where it failed. (The copy also wraps long comments: :func:`wrap_comments`.)
     """
-    return wrap_comments(_XMODE_MINIMAL.sub(r"\1%xmode Context", source))
+    return _XMODE_MINIMAL.sub(r"\1%xmode Context", source)
 
 
 #: What a student copy adds under prose that explains ``%xmode Minimal`` (the code below it now says Context).
@@ -463,7 +462,7 @@ def make_student_notebook(
     student = copy.deepcopy(nb)
     for cell in student.cells:
         if cell.cell_type == "code":
-            cell.source = learner_code(pin_install(cell.source, pin_ref) if pin_ref else cell.source)
+            cell.source = wrap_comments(learner_code(pin_install(cell.source, pin_ref) if pin_ref else cell.source))
         elif cell.cell_type == "markdown":
             cell.source = learner_markdown(cell.source)
     strip_widget_state(student)

@@ -333,6 +333,19 @@ class Case:
     trains: bool = False  # the action trains the model on purpose (weights change)
 
 
+def _show(value: Any) -> str:
+    """A stable, short label for a case's argument (test ids must be the same in every xdist worker)."""
+    if isinstance(value, torch.Tensor):
+        return f"tensor{tuple(value.shape)}:{str(value.dtype).removeprefix('torch.')}"
+    if isinstance(value, np.ndarray):
+        return f"array{value.shape}:{value.dtype}"
+    if type(value) is object:
+        return "object()"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_show(v)}" for k, v in value.items()) + "}"
+    return repr(value)[:40]
+
+
 CASES: list[Case] = []
 
 
@@ -361,9 +374,9 @@ for bad_layers, why in [
     (b"features.0", "layers must be a layer name or a list"),
     ([None], "layer names must be strings"),
 ]:
-    case(f"capture layers={bad_layers!r}", cnn, lambda m, b=bad_layers: hookviz.capture(m, b), why)
+    case(f"capture layers={_show(bad_layers)}", cnn, lambda m, b=bad_layers: hookviz.capture(m, b), why)
 for bad_types in ["Conv2d", (nn.Conv2d, 3), 3]:
-    case(f"capture types={bad_types!r}", cnn, lambda m, t=bad_types: hookviz.capture(m, types=t), "types must be")
+    case(f"capture types={_show(bad_types)}", cnn, lambda m, t=bad_types: hookviz.capture(m, types=t), "types must be")
 case("capture types without a match", cnn, lambda m: hookviz.capture(m, types=nn.LSTM), "no layers of type")
 case("capture key=5", cnn, lambda m: hookviz.capture(m, key=5), "key must be a string")
 case("capture reduce='mean'", cnn, lambda m: hookviz.capture(m, reduce="mean"), "reduce must be a function")
@@ -414,7 +427,7 @@ case("capture (h, 2h)", Dependent, lambda m: _pair_grads(m), "computed from outp
 
 # -- remove_all_hooks(): arguments and PyTorch's own hooks
 for bad in [None, 3, "model", [nn.Linear(2, 2)]]:
-    case(f"remove_all_hooks({bad!r})", cnn, lambda m, b=bad: hookviz.remove_all_hooks(b), "needs model to be an")
+    case(f"remove_all_hooks({_show(bad)})", cnn, lambda m, b=bad: hookviz.remove_all_hooks(b), "needs model to be an")
 case("remove_all_hooks optimizer='sgd'", cnn, lambda m: hookviz.remove_all_hooks(m, optimizer="sgd"), "optimizer must")
 
 
@@ -447,7 +460,7 @@ for bad_inputs, why in [
     ([[1, "a"]], "inputs must be a tensor"),
     (torch.randn(6, 1, 2, 2), r"failed on inputs .* in layer"),
 ]:
-    case(f"explorer inputs={bad_inputs!r:.40}", cnn, lambda m, b=bad_inputs: _explore(m, b), why)
+    case(f"explorer inputs={_show(bad_inputs)}", cnn, lambda m, b=bad_inputs: _explore(m, b), why)
 case("explorer inputs as numpy", cnn, lambda m: _explore(m, X.numpy()), check=_ok_explorer)
 case("explorer inputs as a list of lists", mlp, lambda m: _explore(m, X.flatten(1).tolist()), check=_ok_explorer)
 
@@ -464,19 +477,19 @@ for bad_labels, why in [
     (torch.ones(6, dtype=torch.bool), "labels must be integer class indices"),
     ("0 1 2 3 4 5", "labels must be a tensor"),
 ]:
-    case(f"explorer labels={bad_labels!r:.40}", cnn, lambda m, b=bad_labels: _explore(m, X, b), why)
+    case(f"explorer labels={_show(bad_labels)}", cnn, lambda m, b=bad_labels: _explore(m, X, b), why)
 case("explorer labels as a list", cnn, lambda m: _explore(m, X, Y.tolist()), check=_ok_explorer)
 case("explorer labels as numpy", cnn, lambda m: _explore(m, X, Y.numpy()), check=_ok_explorer)
 
 # -- the layer explorer: other arguments
 for bad_target, why in [("foo", "target must be"), (10, "class 10 does not exist"), (-1, "class -1"),
                         (1.5, "target must be"), (True, "target must be"), ("loss", "needs labels")]:  # fmt: skip
-    case(f"explorer target={bad_target!r}", cnn, lambda m, t=bad_target: _explore(m, target=t), why)
+    case(f"explorer target={_show(bad_target)}", cnn, lambda m, t=bad_target: _explore(m, target=t), why)
 for bad_page in [0, -1, 2.5, "4"]:
-    case(f"explorer page_size={bad_page!r}", cnn, lambda m, p=bad_page: _explore(m, page_size=p), "page_size")
+    case(f"explorer page_size={_show(bad_page)}", cnn, lambda m, p=bad_page: _explore(m, page_size=p), "page_size")
 for bad_layers, why in [([1], "layers must be a list of layer names"), (["nope"], "no layer named 'nope'"),
                         (5, "layers must be a list of layer names")]:  # fmt: skip
-    case(f"explorer layers={bad_layers!r}", cnn, lambda m, b=bad_layers: _explore(m, layers=b), why)
+    case(f"explorer layers={_show(bad_layers)}", cnn, lambda m, b=bad_layers: _explore(m, layers=b), why)
 case("explorer model=None", cnn, lambda m: _explore(None), "needs model to be an nn.Module")
 case("explorer model is a function", cnn, lambda m: _explore(lambda x: x), "needs model to be an nn.Module")
 
@@ -554,10 +567,10 @@ def _quiet_step(model: nn.Module, value: Any = 0.5) -> Callable[[], Any]:
 for name, bad in [("bins", 0), ("bins", -3), ("bins", 2.5), ("stats_every", 0), ("capture_every", -2),
                   ("capture_every", 0), ("history", 1), ("sample", 0), ("sample", "256"), ("probe_label", "3"),
                   ("key", 5), ("stats_every", 1.5)]:  # fmt: skip
-    case(f"monitor {name}={bad!r}", cnn, lambda m, n=name, b=bad: MonitorState(m, _quiet_step(m), **{n: b}), name)
+    case(f"monitor {name}={_show(bad)}", cnn, lambda m, n=name, b=bad: MonitorState(m, _quiet_step(m), **{n: b}), name)
 for bad_probe, why in [(X.double(), "probe is float64"), (torch.tensor(1.0), "probe must be a batch"),
                        ("digit", "probe must be a tensor"), (X[:0], "probe must be a batch")]:  # fmt: skip
-    case(f"monitor probe={bad_probe!r:.30}", cnn, lambda m, p=bad_probe: MonitorState(m, _quiet_step(m), probe=p), why)
+    case(f"monitor probe={_show(bad_probe)}", cnn, lambda m, p=bad_probe: MonitorState(m, _quiet_step(m), probe=p), why)
 case("monitor probe as numpy", cnn, lambda m: MonitorState(m, _quiet_step(m), probe=X[:1].numpy()).run_probe(),
      check=lambda m, maps: None if maps else pytest.fail("no probe maps"))  # fmt: skip
 case("monitor step_fn=3", cnn, lambda m: MonitorState(m, 3), "step_fn must be a function")
@@ -566,12 +579,13 @@ case("monitor meta model", meta_cnn, lambda m: MonitorState(m, lambda: 0.0), "me
 for bad_return, why in [("0.5", "returned a str"), ({"loss": 0.5}, "returned a dict with keys 'loss'"),
                         (torch.ones(3), r"a tensor of shape \(3,\)"), (object(), "returned a object"),
                         (torch.ones(2, 2), r"a tensor of shape \(2, 2\)"), ([0.5], "returned a list")]:  # fmt: skip
-    case(f"monitor step returns {bad_return!r:.30}", cnn,
+    case(f"monitor step returns {_show(bad_return)}", cnn,
          lambda m, r=bad_return: MonitorState(m, _quiet_step(m, r)).run(2), why)  # fmt: skip
 for bad_steps, why in [(2.5, "steps must be a whole number"), ("3", "steps must be a whole number"),
                        (-1, "steps must be at least 0"), (None, "steps must be a whole number")]:  # fmt: skip
-    case(f"monitor run({bad_steps!r})", cnn, lambda m, s=bad_steps: MonitorState(m, _quiet_step(m)).run(s), why)
-    case(f"monitor start({bad_steps!r})", cnn, lambda m, s=bad_steps: MonitorState(m, _quiet_step(m)).start(s), why)
+    case(f"monitor run({_show(bad_steps)})", cnn, lambda m, s=bad_steps: MonitorState(m, _quiet_step(m)).run(s), why)
+    case(f"monitor start({_show(bad_steps)})", cnn,
+         lambda m, s=bad_steps: MonitorState(m, _quiet_step(m)).start(s), why)  # fmt: skip
 case("monitor run(2.5) on the widget", cnn, lambda m: TrainingMonitor(m, _quiet_step(m)).run(2.5), "steps must be")
 case("monitor data=[]", cnn, lambda m: MonitorState(m, lambda b: 0.0, data=[]).run(2), "no batch")
 case("monitor step returns numpy float", cnn, lambda m: MonitorState(m, _quiet_step(m, np.float32(0.25))).run(2),
@@ -671,9 +685,9 @@ case("attention select head=None (mean)", tiny, lambda m: _attention(m).select(h
 for bad_tokens, why in [(TOKENS[0], r"tokens\[None\]"), (TOKENS.float(), "tokens.long"), (TOKENS[None], r"\(N, L\)"),
                         (torch.zeros(1, 9, dtype=torch.long), "at most 8"), (TOKENS - 1, "from 0 to 9"),
                         ([[1, 2]], "must be an int64 tensor")]:  # fmt: skip
-    case(f"TinyTransformer({bad_tokens!r:.30})", tiny, lambda m, t=bad_tokens: m(t), why)
+    case(f"TinyTransformer({_show(bad_tokens)})", tiny, lambda m, t=bad_tokens: m(t), why)
 for bad_n in [0, -1, 2.5, "3"]:
-    case(f"StridedSample({bad_n!r})", mlp, lambda m, n=bad_n: StridedSample(n), "sample size must be")
+    case(f"StridedSample({_show(bad_n)})", mlp, lambda m, n=bad_n: StridedSample(n), "sample size must be")
 
 
 @pytest.mark.parametrize("item", CASES, ids=[c.name for c in CASES])

@@ -106,3 +106,65 @@ def test_heatmap_panel_fits_any_sequence_and_keeps_nan_visible() -> None:
     np.testing.assert_allclose(out, [[2.5, 4.5], [8.5, 10.5]])  # the padding row is not counted
     long_vector = _image(feature_panel_png(np.arange(1000.0), title="1000 values"))
     assert long_vector.shape == (290, 430, 3)
+
+
+def test_nice_ticks_are_round_few_and_hold_zero() -> None:
+    from hookviz.render import nice_ticks
+
+    assert nice_ticks(-3.2, 4.1) == [-2.0, 0.0, 2.0, 4.0]
+    assert nice_ticks(0, 2250, most=5) == [0.0, 500.0, 1000.0, 1500.0, 2000.0]
+    for lo, hi in [(-9.5, -1.2), (1e-3, 1.3e-3), (0.0, 1.0), (-0.07, 3.0)]:
+        ticks = nice_ticks(lo, hi, most=5)
+        assert 2 <= len(ticks) <= 5 and all(lo <= t <= hi for t in ticks), (lo, hi, ticks)
+        if lo < 0 < hi:
+            assert 0.0 in ticks, "a range that holds 0 always has a 0 tick: the zero line is labelled"
+
+
+def test_step_labels_never_run_together() -> None:
+    from hookviz.render import step_label
+
+    assert [step_label(v) for v in (0, 750, 1000, 1500, 2250, 12_000, 2_500_000)] == [
+        "0",
+        "750",
+        "1k",
+        "1.5k",
+        "2.25k",
+        "12k",
+        "2.5M",
+    ]
+    assert max(len(step_label(v)) for v in range(0, 10**6, 250)) <= 5
+
+
+def test_log_ticks_give_several_labels_even_inside_one_decade() -> None:
+    from hookviz.render import log_ticks
+
+    assert log_ticks(1e-6, 1e-2) == [1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
+    within = log_ticks(0.8e-6, 2.5e-6)
+    assert len(within) >= 3 and within[0] >= 0.8e-6 and within[-1] <= 2.5e-6, within
+
+
+def test_pace_png_is_fast_and_draws_at_any_length() -> None:
+    import time
+
+    from hookviz.render import pace_png
+
+    names = ["features.0", "features.4", "classifier.1"]
+    for n in (0, 1, 50, 3000):
+        steps = np.arange(1, n + 1)
+        t0 = time.perf_counter()
+        img = _image(pace_png(steps, 2.3 * np.exp(-steps / 500), names, np.array([1.2e-6, 2e-6, 1.5e-6])))
+        assert time.perf_counter() - t0 < 0.5
+        assert img.shape == (200, 740, 3)
+    img = _image(pace_png(np.arange(1, 11), np.linspace(2, 1, 10), names, np.full(3, np.nan)))
+    assert (img < 128).any()  # text drawn: "no gradient yet"
+
+
+def test_histogram_labels_ticks_and_keeps_the_axis_label_on_its_own_row() -> None:
+    from hookviz.render import FONT_PX
+
+    h = histogram(np.linspace(-3, 5, 400))
+    img = _image(histogram_png(h, title="t", x_label="value"))
+    assert img.shape == (210, 300, 3)
+    black = np.nonzero((img < 60).all(axis=2).any(axis=1))[0]  # axes and tick labels
+    grey = np.nonzero((np.abs(img.astype(int) - 110) < 20).all(axis=2).any(axis=1))[0]  # the axis label
+    assert grey.max() >= black.max() + FONT_PX // 2, "the x label sits on a row below the tick labels"

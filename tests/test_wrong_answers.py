@@ -704,6 +704,137 @@ def ablation_predicted_class(model, layer_name, images, labels):
     return _ablation(model, layer_name, images, labels, use_predictions=True)
 
 
+# --------------------------------------------------------------------------- did the right thing, forgot `return`
+# The computation is right in each of these; only the `return` is missing (or one path returns None). The
+# hint must name that slip, not send the learner to redo a computation they got right.
+
+
+def clip_returns_only_when_small(grad):
+    norm = grad.norm()
+    if norm > 1:
+        grad = grad / norm
+    else:
+        return grad
+
+
+def make_hook_forgets_to_return(store, name):
+    def hook(module, args, output):
+        store[name] = output.detach().cpu().clone()
+
+
+def mixup_hook_forgets_to_return(lam, perm):
+    def hook(module, args, output):
+        if module.training:
+            mixed = lam * output + (1 - lam) * output[perm]  # noqa: F841 - computed, never returned
+
+    return hook
+
+
+def clamp_computes_but_forgets_to_return(module, args):
+    clamped = (args[0].clamp(0, 1),)  # noqa: F841 - computed, never returned
+
+
+def cap_computes_but_forgets_to_return(module, args, kwargs):
+    capped = {**kwargs, "factor": min(kwargs.get("factor", 1.0), 1.0)}  # noqa: F841 - never returned
+
+
+def halve_computes_but_forgets_to_return(module, grad_input, grad_output):
+    halved = tuple(None if g is None else g * 0.5 for g in grad_input)  # noqa: F841 - never returned
+
+
+def count_calls_forgets_to_return(model, x):
+    counts = {}
+    with module_hooks.register_module_forward_hook(_count(counts)):
+        model(x)
+
+
+def saved_bytes_forgets_to_return(fn, *inputs):
+    total = 0
+
+    def pack(t):
+        nonlocal total
+        total += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*inputs)
+
+
+FORGOT_RETURN = [
+    (nb00.check_record_output_shapes, shapes_forgot_to_return),
+    (nb01.check_clip_hook, clip_forgets_to_return),
+    (nb01.check_register_once, once_returns_nothing),
+    (nb02.check_feature_hook, make_hook_forgets_to_return),
+    (nb03.check_clamp_input, clamp_returns_nothing),
+    (nb03.check_clamp_input, clamp_computes_but_forgets_to_return),
+    (nb03.check_cap_factor, cap_computes_but_forgets_to_return),
+    (nb04.check_halve_input_grads, halve_computes_but_forgets_to_return),
+    (nb04.check_clip_hooks, clip_hooks_without_handles),
+    (nb05.check_count_calls, count_calls_forgets_to_return),
+    (nb07.check_count_saved_bytes, saved_bytes_forgets_to_return),
+]
+
+
+@pytest.mark.parametrize(
+    "check, answer", FORGOT_RETURN, ids=[f"{c.__module__.rsplit('.', 1)[-1]}-{a.__name__}" for c, a in FORGOT_RETURN]
+)
+def test_a_forgotten_return_is_named_as_the_mistake(check, answer, capsys):
+    with pytest.raises(ExerciseNotSolved) as info:
+        check(answer)
+    message = str(info.value)
+    del info
+    gc.collect()
+    assert f"`{answer.__name__}` has no `return` statement, so calling it gives None" in message, message
+    assert "only the `return` is missing" in message, message
+    assert "✓" not in capsys.readouterr().out
+
+
+def test_a_return_missing_on_one_path_is_named_too(capsys):
+    with pytest.raises(ExerciseNotSolved) as info:
+        nb01.check_clip_hook(clip_returns_only_when_small)
+    message = str(info.value)
+    assert message.startswith("`clip_returns_only_when_small` returned None: a tensor hook changes the gradient"), (
+        message
+    )
+    assert "divide by the norm" not in message  # the computation was right: it is not blamed
+
+
+def test_a_forgotten_return_inside_a_hook_factory_is_named(capsys):
+    with pytest.raises(ExerciseNotSolved) as info:
+        nb02.check_mixup(mixup_hook_forgets_to_return, targets_swapped)
+    message = str(info.value)
+    assert message.startswith("`hook` has no `return` statement"), message
+    assert "replaces the output only through the value it returns" in message
+
+
+def test_the_forgotten_return_hint_speaks_chinese():
+    from hookviz.i18n import set_language
+
+    set_language("zh")
+    try:
+        with pytest.raises(ExerciseNotSolved) as info:
+            nb01.check_clip_hook(clip_forgets_to_return)
+    finally:
+        set_language(None)
+    message = str(info.value)
+    assert "`clip_forgets_to_return` 里没有 `return` 语句" in message, message
+    assert "张量钩子只能通过返回值改变梯度" in message and "缺的只是 `return`" in message, message
+
+
+def test_none_where_a_value_was_expected_gets_the_return_hint():
+    from hookviz.exercises import describe_learner_error
+
+    def uses_a_factory_without_return():
+        make = lambda: None  # noqa: E731 - a factory that forgot its return
+        return make().register_forward_hook
+
+    try:
+        uses_a_factory_without_return()
+    except AttributeError as exc:
+        text = describe_learner_error(exc)
+    assert "a function (or a hook factory) without `return` gives None" in text, text
+
+
 # --------------------------------------------------------------------------- the cases
 
 CASES = [
@@ -716,7 +847,7 @@ CASES = [
     (nb00.check_record_output_shapes, (shapes_of_every_module,), "a leaf module has no children"),
     (nb00.check_record_output_shapes, (shapes_append_on_a_dict,), "`append` is a list method"),
     (nb00.check_record_output_shapes, (shapes_wrong_signature,), "parameters do not match"),
-    (nb00.check_record_output_shapes, (shapes_forgot_to_return,), "return a dict"),
+    (nb00.check_record_output_shapes, (shapes_forgot_to_return,), "has no `return` statement"),
     (nb00.check_record_output_shapes, (shapes_typo_in_the_hook,), "`outptu` is not defined"),
     # nb00 exercise 2
     (nb00.check_attach_grad_norm_logger, (logger_tensor_hook,), "incoming gradient"),
@@ -728,10 +859,10 @@ CASES = [
     (nb01.check_clip_hook, (clip_in_place,), "changed the gradient it received"),
     (nb01.check_clip_hook, (clip_python_min,), "Python's `if`, `and`/`or`, `min`"),
     (nb01.check_clip_hook, (clip_returns_the_norm,), "has shape ()"),
-    (nb01.check_clip_hook, (clip_forgets_to_return,), "divide by the norm"),
+    (nb01.check_clip_hook, (clip_forgets_to_return,), "has no `return` statement"),
     (nb01.check_register_once, (once_never_removes,), "has to remove itself"),
     (nb01.check_register_once, (once_drops_the_value,), "does your hook return what fn returns?"),
-    (nb01.check_register_once, (once_returns_nothing,), "return the handle"),
+    (nb01.check_register_once, (once_returns_nothing,), "has no `return` statement"),
     (nb01.check_grad_norm_logger_class, (LoggerOfIncomingGradients,), "accumulated p.grad"),
     (nb01.check_grad_norm_logger_class, (LoggerWithADict,), "list attribute `norms`"),
     # nb02
@@ -748,7 +879,7 @@ CASES = [
     (nb02.check_call_counter, (counters_only_counts,), "a tuple (counts, handles)"),
     # nb03
     (nb03.check_clamp_input, (clamp_in_place,), "changed the caller's tensor in place"),
-    (nb03.check_clamp_input, (clamp_returns_nothing,), "only through its return value"),
+    (nb03.check_clamp_input, (clamp_returns_nothing,), "only through the value it returns"),
     (nb03.check_clamp_input, (clamp_wrong_bounds,), "clamped into [0, 1]"),
     (nb03.check_digit_shape_guard, (guard_with_assert,), "raised AssertionError instead of ValueError"),
     (nb03.check_digit_shape_guard, (guard_without_the_shape,), "should say which shape it got"),

@@ -13,7 +13,15 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, describe_learner_error, expect, passed
+from hookviz.exercises import (
+    ExerciseNotSolved,
+    call_learner_code,
+    checker,
+    describe_learner_error,
+    expect,
+    missing_return,
+    passed,
+)
 from hookviz.hooks_table import list_hooks
 
 __all__ = ["check_record_output_shapes", "check_attach_grad_norm_logger"]
@@ -74,6 +82,7 @@ def check_record_output_shapes(fn: Callable[[nn.Module, Tensor], dict[str, Any]]
         with torch.no_grad():
             expected = _expected_shapes(model, x)
             result = call_learner_code(fn, model, x)
+        missing_return(fn, result, "return the dict {layer name: output shape} that your hooks filled")
         expect(
             isinstance(result, dict),
             f"return a dict {{layer name: output shape}}, not {type(result).__name__}",
@@ -138,6 +147,9 @@ def check_attach_grad_norm_logger(fn: Callable[[Tensor, list[float]], Any]) -> N
     w = torch.tensor([1.0, 1.0], requires_grad=True)
     log: list[float] = []
     handle = call_learner_code(fn, w, log)
+    missing_return(
+        fn, handle, "return the handle that the registration call gives you, so that the hook can be removed"
+    )
     expect(
         hasattr(handle, "remove"),
         "return the handle that the registration call gives you, so that the hook can be removed",

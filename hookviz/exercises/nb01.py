@@ -14,7 +14,16 @@ import torch
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, describe_learner_error, expect, passed
+from hookviz.exercises import (
+    ExerciseNotSolved,
+    call_learner_code,
+    checker,
+    describe_learner_error,
+    expect,
+    learner_result,
+    missing_return,
+    passed,
+)
 
 __all__ = ["check_clip_hook", "check_register_once", "check_grad_norm_logger_class"]
 
@@ -59,6 +68,13 @@ def check_clip_hook(clip_hook: Callable[[Tensor], Tensor | None]) -> None:
                 "factor, so that its L2 norm (grad.norm()) becomes 1."
             )
         norm = before.norm().item()
+        if result is None and norm > 1:
+            missing_return(
+                clip_hook,
+                result,
+                "a tensor hook changes the gradient only through the value it returns (None keeps the gradient "
+                "as it was, so autograd never saw your rescaled tensor)",
+            )
         expect(
             torch.allclose(got, torch.tensor(wanted), atol=1e-6),
             f"for the gradient {values} (L2 norm {norm:g}) expected {wanted}, got {[round(v, 4) for v in got.tolist()]}"
@@ -95,6 +111,11 @@ def check_register_once(register_once: Callable[[Tensor, Callable[[Tensor], Any]
     x = torch.tensor([1.0], requires_grad=True)
     y = x * 2
     handle = call_learner_code(register_once, y, lambda g: calls.append(g.item()))
+    missing_return(
+        register_once,
+        handle,
+        "return the handle that register_hook gave you, so that the caller can still remove the hook",
+    )
     expect(
         isinstance(handle, RemovableHandle),
         "return the handle that register_hook gave you, so that the caller can still remove the hook",
@@ -141,7 +162,7 @@ def check_grad_norm_logger_class(logger_cls: type) -> None:
         model.bias.zero_()
     logger = call_learner_code(logger_cls)
     expect(isinstance(getattr(logger, "norms", None), list), "the logger needs a list attribute `norms` (start empty)")
-    handles = call_learner_code(logger.attach, model)
+    handles = learner_result(logger.attach, "attach(model) should return the list of handles it registered", model)
     expect(
         isinstance(handles, list) and len(handles) == 2 and all(isinstance(h, RemovableHandle) for h in handles),
         "attach(model) should register one hook per parameter (nn.Linear has 2) and return the list of handles",

@@ -17,7 +17,7 @@ from torch.nn import functional as F
 from torch.utils.hooks import RemovableHandle
 
 from hookviz.data import load_digits
-from hookviz.exercises import call_learner_code, checker, expect, passed
+from hookviz.exercises import ReturnRecorder, call_learner_code, checker, expect, learner_result, missing_return, passed
 from hookviz.hooks_table import list_hooks
 from hookviz.models import load_pretrained_cnn
 
@@ -38,7 +38,7 @@ def check_feature_hook(make_hook: Callable[[dict[str, Tensor], str], Hook]) -> N
     store: dict[str, Tensor] = {}
     names = sorted(["features.2", "classifier.1"])
     modules = dict(model.named_modules())
-    hook = call_learner_code(make_hook, store, "features.2")
+    hook = learner_result(make_hook, "make_hook must return the hook function it builds", store, "features.2")
     expect(callable(hook), "make_hook must return a function (module, args, output) -> None")
     handles = [modules["features.2"].register_forward_hook(hook)]
     handles.append(modules["classifier.1"].register_forward_hook(call_learner_code(make_hook, store, "classifier.1")))
@@ -100,16 +100,19 @@ def check_mixup(
     x, y = x[:16], y[:16]
     perm = torch.randperm(16, generator=torch.Generator().manual_seed(1))
     lam = 0.3
-    hook = call_learner_code(make_mixup_hook, lam, perm)
+    hook = learner_result(make_mixup_hook, "make_mixup_hook must return the hook function it builds", lam, perm)
     expect(callable(hook), "make_mixup_hook must return a function (module, args, output)")
     model.train()  # batch statistics in BatchNorm: the reference below is computed the same way
     with torch.no_grad():
         h = model.features[:4](x)
         want = model.classifier(model.features[4:](lam * h + (1 - lam) * h[perm]))
         plain_train = model(x)
-    handle = model.features[3].register_forward_hook(hook)
+    recorder = ReturnRecorder(hook)
+    handle = model.features[3].register_forward_hook(recorder)
     try:
         train_logits = call_learner_code(model, x)
+        if torch.allclose(train_logits, plain_train):
+            recorder.expect_returned("a forward hook replaces the output only through the value it returns")
         model.eval()
         eval_logits = call_learner_code(model, x)
     finally:
@@ -131,6 +134,7 @@ def check_mixup(
         "in eval mode the hook must leave the output alone: look at module.training and return None",
     )
     soft = call_learner_code(mix_targets, y, lam, perm, 10)
+    missing_return(mix_targets, soft, "mix_targets must return the mixed targets")
     expect(
         isinstance(soft, Tensor) and soft.shape == (16, 10) and soft.is_floating_point(),
         "mix_targets must return a float tensor of shape (batch, n_classes): one probability row per example",
@@ -165,7 +169,7 @@ def check_call_counter(
 ) -> None:
     """Exercise 3: ``register_counters(model)`` counts calls of every named submodule with forward hooks."""
     model = _Reuser()
-    result = call_learner_code(register_counters, model)
+    result = learner_result(register_counters, "register_counters must return a tuple (counts, handles)", model)
     expect(
         isinstance(result, tuple) and len(result) == 2,
         "register_counters must return a tuple (counts, handles)",

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from hookviz.exercises import (
     ExerciseNotSolved,
+    ReturnRecorder,
     call_learner_code,
     checker,
     describe_learner_error,
@@ -45,7 +46,8 @@ def check_clamp_input(hook: Callable[..., Any]) -> None:
     for shape in [(5, 4), (2, 3, 4)]:
         x = torch.randn(*shape) * 3
         original = x.clone()
-        handle = layer.register_forward_pre_hook(hook)
+        recorder = ReturnRecorder(hook)
+        handle = layer.register_forward_pre_hook(recorder)
         try:
             out = call_learner_code(layer, x)
         finally:
@@ -58,6 +60,7 @@ def check_clamp_input(hook: Callable[..., Any]) -> None:
         )
         wanted = layer(original.clamp(0, 1))
         if torch.allclose(out, layer(original)):
+            recorder.expect_returned("a pre-hook changes the module's input only through the value it returns")
             raise ExerciseNotSolved(
                 "the module still received the raw input: a pre-hook changes the input only through its return value"
             )
@@ -124,7 +127,8 @@ def check_cap_factor(hook: Callable[..., Any]) -> None:
     """Exercise 3: a ``with_kwargs=True`` pre-hook that caps the keyword argument ``factor`` at 1.0."""
     module = _Scale()
     x = torch.tensor([1.0, -2.0, 3.0])
-    handle = module.register_forward_pre_hook(hook, with_kwargs=True)
+    recorder = ReturnRecorder(hook)
+    handle = module.register_forward_pre_hook(recorder, with_kwargs=True)
     try:
         cases = [({"factor": 5.0}, 1.0), ({"factor": 0.5}, 0.5), ({"factor": 1.0}, 1.0), ({}, 1.0)]
         for kwargs, effective in cases:
@@ -140,6 +144,10 @@ def check_cap_factor(hook: Callable[..., Any]) -> None:
                 raise ExerciseNotSolved(
                     f"PyTorch rejected what your hook returned ({exc}). Return None or (args, kwargs)."
                 ) from exc
+            if not torch.allclose(out, x * effective):
+                recorder.expect_returned(
+                    "a pre-hook registered with with_kwargs=True changes the call only by returning (args, kwargs)"
+                )
             expect(
                 torch.allclose(out, x * effective),
                 f"called with {kwargs or 'no factor'}, the module should compute x * {effective}, "

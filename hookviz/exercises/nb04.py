@@ -15,7 +15,16 @@ import torch
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, describe_learner_error, expect, passed
+from hookviz.exercises import (
+    ExerciseNotSolved,
+    ReturnRecorder,
+    call_learner_code,
+    checker,
+    describe_learner_error,
+    expect,
+    learner_result,
+    passed,
+)
 from hookviz.hooks_table import list_hooks
 from hookviz.models import DigitsCNN
 
@@ -29,9 +38,13 @@ class _AddScaled(nn.Module):
         return a + 3 * b
 
 
-def _backward_with(hook: Callable[..., Any], module: nn.Module, *inputs: Tensor) -> None:
-    """Run ``module(*inputs)`` with ``hook`` as a full backward hook, and backward through it."""
-    handle = module.register_full_backward_hook(hook)
+def _backward_with(hook: Callable[..., Any], module: nn.Module, *inputs: Tensor) -> ReturnRecorder:
+    """Run ``module(*inputs)`` with ``hook`` as a full backward hook, and backward through it.
+
+    Returns the recorder of what the hook returned.
+    """
+    recorder = ReturnRecorder(hook)
+    handle = module.register_full_backward_hook(recorder)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "no inputs require gradients" is expected in one case
@@ -47,6 +60,7 @@ def _backward_with(hook: Callable[..., Any], module: nn.Module, *inputs: Tensor)
                 ) from exc
     finally:
         handle.remove()
+    return recorder
 
 
 @checker
@@ -63,7 +77,9 @@ def check_halve_input_grads(hook: Callable[..., Any]) -> None:
     true_x, true_w = x.grad.clone(), layer.weight.grad.clone()
     x.grad = None
     layer.zero_grad()
-    _backward_with(hook, layer, x)
+    recorder = _backward_with(hook, layer, x)
+    if x.grad is not None and torch.allclose(x.grad, true_x):
+        recorder.expect_returned("a full backward hook changes grad_input only through the tuple it returns")
     expect(x.grad is not None, "the input got no gradient at all: return the halved gradients, not zeros or None")
     expect(
         not torch.allclose(x.grad, true_x),
@@ -113,7 +129,9 @@ def check_clip_hooks(add_clip_hooks: Callable[[nn.Module, float], Any]) -> None:
     model, x = _clip_model()
     true = _true_grads(model, x)
     expect(any(g.abs().max() > limit for g in true.values()), "internal: the test case has no large gradient")
-    handles = call_learner_code(add_clip_hooks, model, limit)
+    handles = learner_result(
+        add_clip_hooks, "add_clip_hooks should return a list of the handles that register_hook gave you", model, limit
+    )
     try:
         expect(
             isinstance(handles, (list, tuple)) and all(isinstance(h, RemovableHandle) for h in handles),
@@ -181,7 +199,7 @@ def check_output_grad_norms(attach: Callable[[nn.Module, dict[str, float]], Any]
     }
 
     norms: dict[str, float] = {}
-    handles = call_learner_code(attach, model, norms)
+    handles = learner_result(attach, "attach should return the list of handles it registered", model, norms)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # features.0: "no inputs require gradients"

@@ -8,7 +8,15 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, expect, passed
+from hookviz.exercises import (
+    ExerciseNotSolved,
+    call_learner_code,
+    checker,
+    expect,
+    learner_result,
+    missing_return,
+    passed,
+)
 from hookviz.hooks_table import HookTable, list_global_hooks, list_hooks
 
 __all__ = ["check_count_calls", "check_attach_once", "check_safe_hook"]
@@ -83,6 +91,7 @@ def _check_count_calls(count_calls: Callable[[nn.Module, Tensor], dict[str, int]
         "a global hook is still registered after count_calls returned: every model in the process now runs "
         "it. Remove it before returning (a `with` block around the forward does that for you).",
     )
+    missing_return(count_calls, got, "count_calls should return the dict {class name: calls}")
     expect(isinstance(got, dict), f"count_calls should return a dict {{class name: calls}}, got {type(got).__name__}")
     expected = {"Sequential": 2, "Linear": 2, "ReLU": 2}
     expect(
@@ -171,7 +180,7 @@ def check_safe_hook(make_safe_hook: Callable[[list[Tensor]], Callable[..., Any]]
     with torch.no_grad():
         expected = model[0](x).clone()
     store: list[Tensor] = []
-    hook = call_learner_code(make_safe_hook, store)
+    hook = learner_result(make_safe_hook, "make_safe_hook(store) should return the hook function it builds", store)
     expect(callable(hook), "make_safe_hook(store) should return a hook function (module, args, output)")
     handle = model[0].register_forward_hook(hook)
     try:

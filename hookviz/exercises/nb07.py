@@ -9,7 +9,15 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, expect, passed
+from hookviz.exercises import (
+    ExerciseNotSolved,
+    call_learner_code,
+    checker,
+    expect,
+    learner_result,
+    missing_return,
+    passed,
+)
 from hookviz.models import DigitsCNN
 
 __all__ = ["check_count_saved_bytes", "check_renaming_hook", "check_optimizer_in_backward"]
@@ -41,6 +49,7 @@ def check_count_saved_bytes(count_saved_bytes: Callable[..., int]) -> None:
     ]
     for label, fn, inputs in cases:
         got = call_learner_code(count_saved_bytes, fn, *inputs)
+        missing_return(count_saved_bytes, got, "count_saved_bytes should return the number of bytes as an int")
         want = _reference_saved_bytes(fn, *inputs)
         expect(
             isinstance(got, int) and not isinstance(got, bool),
@@ -74,7 +83,11 @@ def check_renaming_hook(make_renaming_hook: Callable[[dict[str, str]], Callable[
     source = DigitsCNN()
     renames = {"features.0.": "stem.conv.", "features.1.": "stem.bn.", "classifier.1.": "head."}
     old = _old_checkpoint(source, renames)
-    hook = call_learner_code(make_renaming_hook, {legacy: new for new, legacy in renames.items()})
+    hook = learner_result(
+        make_renaming_hook,
+        "make_renaming_hook(...) should return the hook function it builds",
+        {legacy: new for new, legacy in renames.items()},
+    )
     expect(callable(hook), "make_renaming_hook(...) should return a hook function")
     target = DigitsCNN()
     target.register_load_state_dict_pre_hook(hook)
@@ -134,6 +147,7 @@ def check_optimizer_in_backward(
             "then). Make one optimizer per parameter, make_optimizer([param]), and step that one in the "
             "parameter's hook.",
         )
+        missing_return(attach, handles, "attach should return one handle per parameter")
         expect(
             isinstance(handles, (list, tuple)) and len(handles) == len(list(model.parameters())),
             "attach should return one handle per parameter (a list of what register_post_accumulate_grad_hook returns)",

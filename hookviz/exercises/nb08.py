@@ -15,7 +15,16 @@ import torch
 from torch import Tensor, nn
 
 from hookviz.data import load_digits
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, describe_learner_error, expect, passed
+from hookviz.exercises import (
+    ExerciseNotSolved,
+    call_learner_code,
+    checker,
+    describe_learner_error,
+    expect,
+    learner_result,
+    missing_return,
+    passed,
+)
 from hookviz.hooks_table import list_hooks
 from hookviz.models import load_pretrained_cnn
 
@@ -120,7 +129,7 @@ def check_activity_counter(counter_cls: type) -> None:
         "the counts differ from the expected ones: count, for each channel, the samples that have at "
         "least one value > 0 anywhere in that channel's map, and keep adding across calls",
     )
-    dead = call_learner_code(counter.dead)
+    dead = learner_result(counter.dead, "dead() should return the list of dead channels")
     expect(
         isinstance(dead, list) and all(type(c) is int for c in dead),
         f"dead() should return a plain list of Python ints, got {type(dead).__name__}"
@@ -165,6 +174,7 @@ def check_contrastive_cam(fn: Callable[..., Tensor]) -> None:
         layer = dict(model.named_modules())[name]
         got = call_learner_code(fn, model, name, x, cls, foil)
         _expect_no_hooks(model, "contrastive_cam(...)")
+        missing_return(fn, got, "contrastive_cam should return the map as a tensor")
         expect(isinstance(got, Tensor), f"contrastive_cam should return a tensor, got {type(got).__name__}")
         want = _reference_cam(model, layer, x, lambda lo, c=cls, f=foil: lo[:, c] - lo[:, f])
         expect(
@@ -244,7 +254,7 @@ def _check_nan_guard(install: Callable[[nn.Module], list[Any]], models: list[nn.
     x, _ = _digits(8)
     clean = load_pretrained_cnn()
     models.append(clean)
-    handles = call_learner_code(install, clean)
+    handles = learner_result(install, "install_nan_guard should return the list of handles", clean)
     expect(isinstance(handles, (list, tuple)) and handles, "install_nan_guard should return the list of handles")
     expect(_module_hook_count(clean) >= 10, "put a forward hook on every module (named_modules()), not only a few")
     with torch.no_grad():
@@ -301,6 +311,7 @@ def check_channel_ablation(fn: Callable[..., Tensor]) -> None:
         layer = dict(model.named_modules())[name]
         got = call_learner_code(fn, model, name, x, labels)
         _expect_no_hooks(model, "channel_ablation(...)")
+        missing_return(fn, got, "channel_ablation should return the drops as a tensor")
         expect(isinstance(got, Tensor), f"channel_ablation should return a tensor, got {type(got).__name__}")
         with torch.no_grad():
             feats = _layer_output(model, layer, x)

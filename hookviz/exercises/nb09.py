@@ -15,7 +15,15 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, expect, passed
+from hookviz.exercises import (
+    ExerciseNotSolved,
+    call_learner_code,
+    checker,
+    expect,
+    learner_result,
+    missing_return,
+    passed,
+)
 
 __all__ = ["check_sampled_hook", "check_script_pre_hook", "check_local_only_comm_hook"]
 
@@ -29,7 +37,9 @@ def check_sampled_hook(make_sampled_hook: Callable[[list, int], Callable[..., An
     layer = nn.Linear(6, 3)
     for every in (10, 4):
         store: list = []
-        hook = call_learner_code(make_sampled_hook, store, every)
+        hook = learner_result(
+            make_sampled_hook, "make_sampled_hook must return the forward hook it builds", store, every
+        )
         expect(callable(hook), "make_sampled_hook must return a function (the forward hook)")
         handle = layer.register_forward_hook(hook)
         try:
@@ -71,6 +81,7 @@ def check_script_pre_hook(hook: Callable[..., Any]) -> None:
     with torch.no_grad():
         expected = layer(2 * x)
     eager = call_learner_code(hook, layer, (x,))
+    missing_return(hook, eager, "a pre-hook changes the module's input only through the value it returns")
     expect(
         isinstance(eager, tuple) and len(eager) == 1 and isinstance(eager[0], torch.Tensor),
         "return the new inputs as a tuple holding one tensor, e.g. `(new_x,)`",

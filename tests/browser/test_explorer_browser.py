@@ -1,7 +1,8 @@
-"""Notebook 06 in a real JupyterLab + Chromium: the explorer redraws when a layer is picked; the monitor's
-feature maps change live while it trains in the background, at a steady cadence and at most 30 % slower
-than the same training headless; everything fits 1024 x 768 with the file browser open; no widget ever
-shows "Error displaying widget", not even after a kernel restart and a reload."""
+"""Notebook 06 in a real JupyterLab + Chromium: the explorer redraws when a layer is picked (median layer
+change measured and held to 50 ms); the monitor's feature maps and its fast charts change live while it
+trains in the background, at a steady cadence and at most 30 % slower than the same training headless;
+everything fits 1024 x 768 with the file browser open; no widget ever shows "Error displaying widget",
+and after a kernel restart (and after a reload) every widget says to run its cell again."""
 
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ def _save(page: Any, tmp_path: Path, name: str) -> Path:
 # The training monitor and its live feature-map picture carry CSS classes of their own.
 MONITOR = ".jp-Notebook .hookviz-monitor"
 LIVE_IMG = f'(document.querySelector("{MONITOR} img.hookviz-live") || {{}}).src || null'
+PACE_IMG = f'(document.querySelector("{MONITOR} img.hookviz-pace") || {{}}).src || null'
 HEADLESS = """
 import threading, time, torch, hookviz
 from hookviz.widgets.monitor import MonitorState, digits_step_fn
@@ -137,11 +139,54 @@ def test_explorer_renders_and_layer_pick_redraws(lab: dict[str, Any], page: Any,
     shot = _save(page, tmp_path, "explorer_after.png")
     assert shot.stat().st_size > 10_000
     assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
+    assert not page.locator(RESTART_NOTICE).first.is_visible()  # live widgets: the notice stays hidden
+    _layer_change_times(page)
 
     _live_training(page, tmp_path)
     _layout_1024(page, tmp_path)
     _restart_and_reload(page, lab, tmp_path)
     assert not (REPO / "notebooks" / ".ipynb_checkpoints").exists()  # Lab worked on the copy only
+
+
+RESTART_NOTICE = ".jp-Notebook .hookviz-restart-notice"
+#: Pick every layer of the explorer in turn, twice (the first round computes, the second may reuse), and time
+#: each change in the page: from the select's change event to the new picture in the DOM.
+LAYER_CHANGE_JS = """async () => {
+    const box = [...document.querySelectorAll('.jp-Notebook .widget-vbox .widget-dropdown')]
+        .find(d => (d.querySelector('label') || {}).textContent === 'layer');
+    const select = box.querySelector('select');
+    const img = () => (document.querySelector('.jp-Notebook .widget-vbox .widget-output img') || {}).src;
+    const times = [];
+    for (let k = 0; k < 2 * select.options.length; k++) {
+        const before = img(), t0 = performance.now();
+        select.selectedIndex = (select.selectedIndex + 1) % select.options.length;
+        select.dispatchEvent(new Event('change', {bubbles: true}));
+        await new Promise((resolve, reject) => { const poll = () => {
+            if (img() !== before) resolve(); else if (performance.now() - t0 > 20000) reject('no redraw');
+            else requestAnimationFrame(poll); }; poll(); });
+        times.push(performance.now() - t0);
+        await new Promise(r => setTimeout(r, 200));
+    }
+    return times; }"""
+TARGET_LAYER_CHANGE_MS = 50.0
+
+
+def _layer_change_times(page: Any) -> None:
+    """The explorer's layer change, median over every layer picked twice, at most TARGET_LAYER_CHANGE_MS."""
+    page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for()
+    times = page.evaluate(LAYER_CHANGE_JS)
+    median = float(np.median(times))
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    print(
+        f"browser: explorer layer change median {median:.0f} ms over {len(times)} changes "
+        f"({min(times):.0f}-{max(times):.0f} ms; target <= {TARGET_LAYER_CHANGE_MS:.0f} ms; "
+        f"load {load:.1f} per core)"
+    )
+    if load > 1.5:  # other jobs hold the cores the kernel, Lab and Chromium need: only a clearly broken redraw fails
+        print(f"browser: the {TARGET_LAYER_CHANGE_MS:.0f} ms target is not checked on a machine this busy")
+        assert median <= 20 * TARGET_LAYER_CHANGE_MS, times
+    else:
+        assert median <= TARGET_LAYER_CHANGE_MS, times
 
 
 def _live_training(page: Any, tmp_path: Path, seconds: float = 6.0) -> None:
@@ -158,9 +203,10 @@ def _live_training(page: Any, tmp_path: Path, seconds: float = 6.0) -> None:
     tiles_early = _tiles(page)
     # record every picture the front end shows, with its time, for `seconds` of wall time
     page.evaluate(
-        f"""() => {{ window.__live = []; let last = null;
-            window.__poll = setInterval(() => {{ const s = {LIVE_IMG};
-                if (s !== last) {{ window.__live.push([performance.now(), s]); last = s; }} }}, 20); }}"""
+        f"""() => {{ window.__live = []; window.__pace = []; let last = null, lastPace = null;
+            window.__poll = setInterval(() => {{ const s = {LIVE_IMG}, p = {PACE_IMG};
+                if (s !== last) {{ window.__live.push([performance.now(), s]); last = s; }}
+                if (p !== lastPace) {{ window.__pace.push(performance.now()); lastPace = p; }} }}, 20); }}"""
     )
     step0, t0 = _status_step(page), time.perf_counter()
     page.wait_for_timeout(seconds * 1000)
@@ -168,6 +214,7 @@ def _live_training(page: Any, tmp_path: Path, seconds: float = 6.0) -> None:
     tiles_late = _tiles(page)
     _save(page, tmp_path, "monitor_training.png")
     frames = page.evaluate("() => { clearInterval(window.__poll); return window.__live; }")
+    pace = page.evaluate("() => window.__pace")
     # the picker works while training runs
     select = monitor.locator(".widget-dropdown select").first
     select.select_option("features.4")
@@ -180,10 +227,15 @@ def _live_training(page: Any, tmp_path: Path, seconds: float = 6.0) -> None:
     longest = max(b - a for a, b in zip(times, times[1:], strict=False))
     live_rate = (step1 - step0) / (t1 - t0)
     headless = (headless_before + headless_after) / 2
+    charts = (len(pace) - 1) / ((pace[-1] - pace[0]) / 1000) if len(pace) > 1 else 0.0
     print(
         f"browser: {cadence:.1f} live pictures/s (longest gap {longest:.0f} ms), "
+        f"charts (loss, mean |gradient|) {charts:.1f} pictures/s, "
         f"{live_rate:.1f} steps/s live vs {headless:.1f} headless ({live_rate / headless:.2f})"
     )
+    # the fast charts follow every 0.5 s (bench_live.py holds them to it); here the cores are shared with the
+    # browser, so only a chart that clearly stopped keeping up fails
+    assert charts >= 1.0, f"charts {charts:.1f}/s vs live pictures {cadence:.1f}/s"
     # The targets (>= 4 pictures/s, >= 0.7 of headless speed) are checked by bench/bench_live.py, which
     # compares like with like in one process; here Chromium and JupyterLab share the machine's cores with
     # the kernel, so the test prints the figures and only fails when the view is clearly not live or
@@ -218,13 +270,24 @@ def _layout_1024(page: Any, tmp_path: Path) -> None:
 
 
 def _restart_and_reload(page: Any, lab: dict[str, Any], tmp_path: Path) -> None:
-    """Save, restart the kernel, reload the page: widgets show their last picture, never "model not found"."""
+    """Save, restart the kernel: every widget says to run its cell again; reload the page: widgets show
+    their last picture and the same notice, never "model not found"."""
     page.keyboard.press("Control+s")
     page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for()
     page.get_by_role("menuitem", name="Kernel", exact=True).click()
     page.locator('.lm-Menu-item[data-command="kernelmenu:restart"]').click()
     page.locator(".jp-Dialog button.jp-mod-accept").click()
     page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for()
+    notice = page.locator(RESTART_NOTICE).first
+    notice.wait_for(state="visible", timeout=30_000)
+    assert "Run this cell again" in (notice.inner_text() or "")
+    visible = page.evaluate(
+        "() => [...document.querySelectorAll('.jp-Notebook .hookviz-restart-notice')]"
+        ".filter(e => e.offsetParent !== null).length"
+    )
+    assert visible >= 3, visible  # the explorer, the timeline and the monitor each say it
+    notice.scroll_into_view_if_needed()
+    _save(page, tmp_path, "after_restart_notice.png")
     page.reload()
     page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for()
     page.locator(MAPS_IMG_SELECTOR).first.wait_for()
@@ -232,5 +295,6 @@ def _restart_and_reload(page: Any, lab: dict[str, Any], tmp_path: Path) -> None:
     text = page.locator(".jp-Notebook").inner_text()
     assert "Error displaying widget" not in text
     assert page.locator(MAPS_IMG_SELECTOR).count() >= 3  # the explorer, the timeline and the monitor still draw
+    page.locator(RESTART_NOTICE).first.wait_for(state="visible", timeout=30_000)  # and say how to make them live
     page.locator(LAYER_SELECT).first.scroll_into_view_if_needed()
     _save(page, tmp_path, "after_restart_reload.png")
