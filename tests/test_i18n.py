@@ -381,6 +381,26 @@ def test_a_learners_typo_in_a_zh_student_copy_reads_in_chinese(shell, capsys: py
         "✗ 你的代码抛出了 `NameError: name 'outptu' is not defined`\n"
         "  出错位置：函数 `hook`，所在单元格第 3 行：`store[name] = outptu.detach()`\n"
         "  提示：`outptu` 在你的函数运行的地方没有定义：可能是拼写错误，"
-        "也可能用了另一个单元格里的名字（检查程序会在它自己的模型上调用你的函数；请使用函数收到的参数）。\n"
-    ), printed
+        "也可能用了另一个单元格里的名字（检\n"
+        "    查程序会在它自己的模型上调用你的函数；请使用函数收到的参数）。\n"
+    ), printed  # wrapped at 96 display columns (a Chinese character takes two), never right after （
     assert not english_left(printed)
+
+
+def test_chinese_feedback_wraps_by_display_width_and_keeps_code_whole() -> None:
+    """A Chinese hint is wrapped at 96 columns counting each Chinese character as two; code and English
+    words are never split, and no line starts with closing punctuation or ends with opening punctuation."""
+    from hookviz.exercises import FEEDBACK_WIDTH, wrap_feedback
+    from hookviz.exercises import _columns as columns
+
+    hint = "只能在需要梯度的张量上注册钩子，" * 4 + "请调用 `tensor.requires_grad_()`，"
+    line = "  提示：" + hint + "或者检查它是否被冻结。" * 3
+    wrapped = wrap_feedback(line).split("\n")
+    assert len(wrapped) > 1
+    assert all(columns(part) <= FEEDBACK_WIDTH for part in wrapped), wrapped
+    assert "`tensor.requires_grad_()`" in "".join(part.strip() for part in wrapped)
+    assert all(part.startswith("    ") for part in wrapped[1:])  # the line's indent plus two spaces
+    assert not any(part.strip()[0] in "，。）" for part in wrapped[1:])
+    assert not any(part.rstrip().endswith("（") for part in wrapped)
+    short = "✓ 全部正确"
+    assert wrap_feedback(short) == short

@@ -400,12 +400,47 @@ def learner_tracebacks(source: str) -> str:
 FEEDBACK_WIDTH = 96
 
 
+# Chinese characters and full-width punctuation: each is two columns wide, and a line may break between any
+# two of them (Chinese has no spaces), but never before closing punctuation.
+_WIDE = "\u2e80-\u9fff\u3000-\u303f\uff00-\uffef"
+_WIDE_CHAR = re.compile(f"[{_WIDE}]")
+_WRAP_TOKEN = re.compile(f"[{_WIDE}]|[^\\s{_WIDE}]+|\\s+")
+_NO_BREAK_BEFORE = set("，。、：；！？）》」』”’…")
+_NO_BREAK_AFTER = set("（《「『“‘")
+
+
+def _columns(text: str) -> int:
+    """How many terminal columns ``text`` takes (a Chinese character takes two)."""
+    return len(text) + len(_WIDE_CHAR.findall(text))
+
+
+def _wrap_wide(line: str, width: int, indent: str) -> list[str]:
+    """Break a line holding Chinese text by display width: between Chinese characters or at spaces,
+    never inside an ASCII word or name, never before closing or after opening punctuation."""
+    lines: list[str] = []
+    current = ""
+    for token in _WRAP_TOKEN.findall(line):
+        fits = _columns(current.rstrip() + token) <= width
+        glued = token in _NO_BREAK_BEFORE or current.rstrip()[-1:] in _NO_BREAK_AFTER
+        if fits or not current.strip() or token.isspace() or glued:
+            current += token
+            continue
+        lines.append(current.rstrip())
+        current = indent + "  " + token
+    lines.append(current.rstrip())
+    return lines
+
+
 def wrap_feedback(text: str, width: int = FEEDBACK_WIDTH) -> str:
-    """``text`` with every line longer than ``width`` broken at spaces (never inside a word or a name);
-    continuation lines keep the line's indentation plus two spaces."""
+    """``text`` with every line longer than ``width`` columns broken at spaces (never inside a word or a
+    name); continuation lines keep the line's indentation plus two spaces. A line with Chinese text is
+    measured in display columns and may also break between two Chinese characters."""
     out: list[str] = []
     for line in text.split("\n"):
         indent = line[: len(line) - len(line.lstrip())]
+        if _WIDE_CHAR.search(line):
+            out.extend(_wrap_wide(line, width, indent) if _columns(line) > width else [line])
+            continue
         out.extend(
             textwrap.wrap(
                 line,
