@@ -121,11 +121,13 @@ def test_postbuild_installs_hookviz_and_silences_the_news(tmp_path):
 
 
 def test_make_lab_uses_the_same_jupyterlab_defaults():
-    """`make lab` and `make student-lab` install binder/overrides.json into the course's venv."""
+    """`make lab` (the learners' JupyterLab: it is `make student-lab`) and `make teacher-lab` install
+    binder/overrides.json into the course's venv."""
     text = (REPO / "Makefile").read_text(encoding="utf-8")
-    for target in ("lab", "student-lab"):
+    for target in ("teacher-lab", "student-lab"):
         recipe = text.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
         assert "binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json" in recipe, target
+    assert "\nlab: student-lab\n" in text, "make lab must open the student copies"
 
 
 def _run_postbuild_with_fake_python(tmp_path: Path) -> tuple[list[str], Path]:
