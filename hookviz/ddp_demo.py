@@ -324,11 +324,24 @@ def run_ddp_hook_probe(
     the process group's operations and the whole run: past it the children are killed and a
     ``RuntimeError`` with their logs is raised. Children never outlive the call.
     """
+    return run_probe_workers(
+        _probe_worker, "DDP", world_size, batch_size, timeout_s, _checked_start_method(start_method)
+    )
+
+
+def run_probe_workers(
+    worker: Any, label: str, world_size: int, batch_size: int, timeout_s: float, start_method: str
+) -> list[dict[str, Any]]:
+    """Start ``world_size`` processes running ``worker(rank, world_size, port, outdir, batch_size, timeout_s)``,
+    wait for them at most ``timeout_s`` and return what rank 0 saved in ``outdir/probe.pt``.
+
+    The one runner of the multi-process probes (DDP here, FSDP2 in :mod:`hookviz.fsdp_demo`): a worker that
+    fails, or a run past the deadline, raises ``RuntimeError`` with every rank's log; the children are killed
+    on every exit path and never outlive the call.
+    """
     import time
 
     import torch.multiprocessing as mp
-
-    start_method = _checked_start_method(start_method)
 
     with tempfile.TemporaryDirectory() as outdir:
 
@@ -336,7 +349,7 @@ def run_ddp_hook_probe(
             return "\n".join(p.read_text() for p in sorted(Path(outdir).glob("rank*.log")))
 
         context = mp.start_processes(
-            _probe_worker,
+            worker,
             args=(world_size, free_port(), outdir, batch_size, timeout_s),
             nprocs=world_size,
             join=False,
@@ -347,9 +360,10 @@ def run_ddp_hook_probe(
             # Never wait past the deadline: the last wait is cut to the time that is left.
             while not context.join(timeout=max(0.0, min(0.2, deadline - time.monotonic()))):
                 if time.monotonic() >= deadline:
-                    raise TimeoutError(f"the DDP workers did not finish within {timeout_s} s")
+                    raise TimeoutError(f"the {label} workers did not finish within {timeout_s} s")
         except Exception as exc:
-            raise RuntimeError(f"a DDP worker failed: {exc}\n{logs()}") from exc
+            article = "an" if label[0] in "AEFHILMNORSX" else "a"
+            raise RuntimeError(f"{article} {label} worker failed: {exc}\n{logs()}") from exc
         finally:
             for process in context.processes:
                 if process.is_alive():

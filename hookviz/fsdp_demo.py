@@ -19,8 +19,6 @@ The children print nothing: their output goes to a log file that is shown only i
 from __future__ import annotations
 
 import multiprocessing
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from hookviz.ddp_demo import FORKSERVER_PRELOAD, _checked_start_method, _joined_group, free_port
+from hookviz.ddp_demo import FORKSERVER_PRELOAD, _checked_start_method, _joined_group, run_probe_workers
 
 __all__ = ["FSDP_PROBE_PLACES", "local_gradients", "probe_batch", "probe_model", "run_fsdp_hook_probe"]
 
@@ -145,7 +143,6 @@ def run_fsdp_hook_probe(
     killed and a ``RuntimeError`` with their logs is raised. ``start_method`` is ``"forkserver"`` or
     ``"spawn"`` (``None``: the fork server where the OS has one).
     """
-    import torch.multiprocessing as mp
 
     if not isinstance(world_size, int) or world_size < 1 or 6 % world_size or batch_size % world_size:
         raise ValueError(
@@ -155,29 +152,4 @@ def run_fsdp_hook_probe(
     start_method = _checked_start_method(start_method)
     if start_method == "forkserver":
         multiprocessing.get_context("forkserver").set_forkserver_preload(_FSDP_PRELOAD)
-
-    with tempfile.TemporaryDirectory() as outdir:
-
-        def logs() -> str:
-            return "\n".join(p.read_text() for p in sorted(Path(outdir).glob("rank*.log")))
-
-        context = mp.start_processes(
-            _probe_worker,
-            args=(world_size, free_port(), outdir, batch_size, timeout_s),
-            nprocs=world_size,
-            join=False,
-            start_method=start_method,
-        )
-        deadline = time.monotonic() + timeout_s
-        try:
-            while not context.join(timeout=max(0.0, min(0.2, deadline - time.monotonic()))):
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(f"the FSDP workers did not finish within {timeout_s} s")
-        except Exception as exc:
-            raise RuntimeError(f"an FSDP worker failed: {exc}\n{logs()}") from exc
-        finally:
-            for process in context.processes:
-                if process.is_alive():
-                    process.kill()
-                process.join()
-        return torch.load(Path(outdir, "probe.pt"), weights_only=False)
+    return run_probe_workers(_probe_worker, "FSDP", world_size, batch_size, timeout_s, start_method)
