@@ -1270,9 +1270,10 @@ class AtlasWidget:
                 f"category={self.table.category!r})")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = dict(self.box._repr_mimebundle_(**kwargs) or {})
-        bundle["text/plain"] = repr(self)
-        return bundle
+        """The live view and a one-line text; built by hookviz, so it works under ipywidgets 7 (Colab) and 8."""
+        from hookviz.widgets.common import widget_bundle
+
+        return widget_bundle(self.box, repr(self))
 
 
 def atlas_widget(table: AtlasTable, limit: int = 60) -> AtlasWidget:

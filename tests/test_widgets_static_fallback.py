@@ -88,3 +88,18 @@ def test_this_run_knows_which_ipywidgets_it_checks():
     """The Colab-like run (make test-colab) must really be on ipywidgets 7, the main one on 8."""
     assert IPYWIDGETS_MAJOR in (7, 8)
     assert hasattr(ipywidgets.Widget, "_repr_mimebundle_") == (IPYWIDGETS_MAJOR >= 8)
+
+
+def test_the_atlas_search_widget_displays_under_both_ipywidgets(published):
+    """The atlas's search view (a plain object around a VBox) shows its live view and one text line."""
+    from IPython.display import display
+
+    from hookviz import atlas
+
+    table = atlas.AtlasTable(atlas.merge_versions({"2.13.0": atlas.load_snapshot("2.13.0")}))
+    widget = atlas.atlas_widget(table, limit=5)
+    display(widget)
+    assert len(published) == 1
+    bundle = published[0]
+    assert bundle["text/plain"] == repr(widget) and bundle["text/plain"].startswith("AtlasWidget(")
+    assert bundle[WIDGET_VIEW_MIME]["model_id"] == widget.box.model_id
