@@ -296,10 +296,13 @@ def _probe_one_rank(rank: int, world_size: int, batch_size: int) -> dict[str, An
     return {"rank": rank, "local_grad": plain.classifier[1].weight.grad.detach().clone(), "steps": steps}
 
 
-def _probe_worker(rank: int, world_size: int, port: int, outdir: str, batch_size: int, timeout_s: float) -> None:
-    """Body of one child process of :func:`run_ddp_hook_probe`: join the group, probe, gather, save."""
+def _gather_worker(
+    rank: int, probe: Any, world_size: int, port: int, outdir: str, batch_size: int, timeout_s: float
+) -> None:
+    """Body of one child process of :func:`run_probe_workers`: join the group, run ``probe(rank, world_size,
+    batch_size)``, gather every rank's result and let rank 0 save them."""
     with _joined_group(rank, world_size, port, outdir, timeout_s):
-        result = _probe_one_rank(rank, world_size, batch_size)
+        result = probe(rank, world_size, batch_size)
         gathered: list[Any] = [None] * world_size
         dist.all_gather_object(gathered, result)
         if rank == 0:
@@ -325,15 +328,15 @@ def run_ddp_hook_probe(
     ``RuntimeError`` with their logs is raised. Children never outlive the call.
     """
     return run_probe_workers(
-        _probe_worker, "DDP", world_size, batch_size, timeout_s, _checked_start_method(start_method)
+        _probe_one_rank, "DDP", world_size, batch_size, timeout_s, _checked_start_method(start_method)
     )
 
 
 def run_probe_workers(
-    worker: Any, label: str, world_size: int, batch_size: int, timeout_s: float, start_method: str
+    probe: Any, label: str, world_size: int, batch_size: int, timeout_s: float, start_method: str
 ) -> list[dict[str, Any]]:
-    """Start ``world_size`` processes running ``worker(rank, world_size, port, outdir, batch_size, timeout_s)``,
-    wait for them at most ``timeout_s`` and return what rank 0 saved in ``outdir/probe.pt``.
+    """Run ``probe(rank, world_size, batch_size)`` (a module-level function) in ``world_size`` processes joined
+    in one gloo group, wait for them at most ``timeout_s`` and return every rank's result, in rank order.
 
     The one runner of the multi-process probes (DDP here, FSDP2 in :mod:`hookviz.fsdp_demo`): a worker that
     fails, or a run past the deadline, raises ``RuntimeError`` with every rank's log; the children are killed
@@ -349,8 +352,8 @@ def run_probe_workers(
             return "\n".join(p.read_text() for p in sorted(Path(outdir).glob("rank*.log")))
 
         context = mp.start_processes(
-            worker,
-            args=(world_size, free_port(), outdir, batch_size, timeout_s),
+            _gather_worker,
+            args=(probe, world_size, free_port(), outdir, batch_size, timeout_s),
             nprocs=world_size,
             join=False,
             start_method=start_method,

@@ -19,14 +19,12 @@ The children print nothing: their output goes to a log file that is shown only i
 from __future__ import annotations
 
 import multiprocessing
-from pathlib import Path
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import Tensor, nn
 
-from hookviz.ddp_demo import FORKSERVER_PRELOAD, _checked_start_method, _joined_group, run_probe_workers
+from hookviz.ddp_demo import FORKSERVER_PRELOAD, _checked_start_method, run_probe_workers
 
 __all__ = ["FSDP_PROBE_PLACES", "local_gradients", "probe_batch", "probe_model", "run_fsdp_hook_probe"]
 
@@ -117,16 +115,6 @@ def _probe_one_rank(rank: int, world_size: int, batch_size: int) -> dict[str, An
     }
 
 
-def _probe_worker(rank: int, world_size: int, port: int, outdir: str, batch_size: int, timeout_s: float) -> None:
-    """Body of one child process: join the gloo group, probe, gather every rank's result, save it."""
-    with _joined_group(rank, world_size, port, outdir, timeout_s):
-        result = _probe_one_rank(rank, world_size, batch_size)
-        gathered: list[Any] = [None] * world_size
-        dist.all_gather_object(gathered, result)
-        if rank == 0:
-            torch.save(gathered, Path(outdir, "probe.pt"))
-
-
 def run_fsdp_hook_probe(
     world_size: int = 2, batch_size: int = 8, timeout_s: float = 120.0, start_method: str | None = None
 ) -> list[dict[str, Any]]:
@@ -152,4 +140,4 @@ def run_fsdp_hook_probe(
     start_method = _checked_start_method(start_method)
     if start_method == "forkserver":
         multiprocessing.get_context("forkserver").set_forkserver_preload(_FSDP_PRELOAD)
-    return run_probe_workers(_probe_worker, "FSDP", world_size, batch_size, timeout_s, start_method)
+    return run_probe_workers(_probe_one_rank, "FSDP", world_size, batch_size, timeout_s, start_method)
