@@ -268,6 +268,11 @@ def _text(
     draw.draw.draw_bitmap((int(xy[0] + offset[0]), int(xy[1] + offset[1])), mask, ink)
 
 
+def _axis_label(draw: ImageDraw.ImageDraw, label: str, left: float, plot_w: float, y: float) -> None:
+    """An axis title in grey, centred under a plot that starts at ``left`` and is ``plot_w`` wide."""
+    _text(draw, (left + (plot_w - draw.textlength(label, font=_font())) / 2, y), label, fill=_GREY, font=_font())
+
+
 def _fit(draw: ImageDraw.ImageDraw, text: str, width: float) -> str:
     """``text``, shortened with an ellipsis so that it fits in ``width`` pixels."""
     font = _font()
@@ -432,13 +437,7 @@ def pace_png(
     else:
         _text(draw, (left + 8, top + plot_h // 2 - 8), "no steps yet", fill=_GREY, font=font)
     label = "step"
-    _text(
-        draw,
-        (left + (plot_w - draw.textlength(label, font=font)) / 2, top + plot_h + 4 + line),
-        label,
-        fill=_GREY,
-        font=font,
-    )
+    _axis_label(draw, label, left, plot_w, top + plot_h + 4 + line)
     # ---- right: mean |gradient| by layer, log axis
     names = [str(n) for n in layer_names]
     name_w = max((draw.textlength(n, font=font) for n in names), default=0.0)
@@ -482,13 +481,7 @@ def pace_png(
         y = top + (i + 0.5) * bar_h - FONT_PX / 2 - 1
         _text(draw, (left - 6 - draw.textlength(text, font=font), y), text, fill=_TEXT, font=font)
     label = "mean |gradient| (log scale)"
-    _text(
-        draw,
-        (left + (plot_w - draw.textlength(label, font=font)) / 2, top + plot_h + 4 + line),
-        label,
-        fill=_GREY,
-        font=font,
-    )
+    _axis_label(draw, label, left, plot_w, top + plot_h + 4 + line)
     buf = io.BytesIO()  # few colours: a palette PNG is smaller and quicker to send than RGB
     img.quantize(colors=32, method=Image.Quantize.FASTOCTREE).save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
@@ -584,13 +577,7 @@ def _draw_histogram_png(
         _text(draw, (min(max(x - w / 2, 2), width - w - 2), top + plot_h + 4), text, fill=_TEXT, font=font)
     if x_label:
         label = _fit(draw, x_label, plot_w)
-        _text(
-            draw,
-            (left + (plot_w - draw.textlength(label, font=font)) / 2, top + plot_h + 4 + line),
-            label,
-            fill=_GREY,
-            font=font,
-        )
+        _axis_label(draw, label, left, plot_w, top + plot_h + 4 + line)
     if not counts.any():
         _text(draw, (left + 8, top + plot_h // 2 - 8), "no values to draw", fill=_GREY, font=font)
     peak_count = int(counts.max()) if counts.size else 0
