@@ -150,6 +150,12 @@ These are your own copies: edit them freely. Your edits are never overwritten; t
 again from scratch, run `make reset NB=03` in the course folder (your version is kept in `backups/`).
 After a kernel restart, run the cells again from the top (or **Run ▸ Run All Cells**).
 
+Done with a notebook? Save it, then **File ▸ Close and Shut Down Notebook** (or close its tab): its
+kernel, the Python that ran it, ends with it and frees its memory. **Kernel ▸ Shut Down Kernel** alone
+leaves the tab open: a page reload starts a new kernel for it, and in a notebook whose status bar says
+*No Kernel*, **Run ▸ Run All Cells** runs only the first cell: use **Kernel ▸ Restart Kernel and Run
+All Cells** there.
+
 中文版在 `zh/` 文件夹中：先打开 `zh/00_start_here.ipynb`，用 **Shift+Enter** 运行单元格。
 """
 #: Full-line code comments longer than this are wrapped in student copies (no horizontal scrollbar at 1280 px).

@@ -42,6 +42,7 @@ SPEC = re.compile(
 )
 OVERRIDES_KEY = "@jupyterlab/apputils-extension:notification"
 WIDGETS_KEY = "@jupyter-widgets/jupyterlab-manager:plugin"
+TRACKER_KEY = "@jupyterlab/notebook-extension:tracker"
 JUPYTER_DIRS = ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR")
 
 
@@ -118,6 +119,8 @@ def test_postbuild_installs_hookviz_and_silences_the_news(tmp_path):
     assert settings[OVERRIDES_KEY] == {"fetchNews": "false", "checkForUpdates": False}
     # widget state is saved with the notebook: after a restart a widget shows its last picture
     assert settings[WIDGETS_KEY] == {"saveState": True}
+    # closing a notebook's tab shuts its kernel down (tests/browser/test_learner_browser.py proves it in Lab)
+    assert settings[TRACKER_KEY] == {"kernelShutdown": True}
 
 
 def test_make_lab_uses_the_same_jupyterlab_defaults():
@@ -161,6 +164,7 @@ def test_jupyterlab_applies_the_overrides(tmp_path):
         cmd.append("--allow-root")
     url = f"http://127.0.0.1:{port}/lab/api/settings/{OVERRIDES_KEY}?token={token}"
     widgets_url = f"http://127.0.0.1:{port}/lab/api/settings/{WIDGETS_KEY}?token={token}"
+    tracker_url = f"http://127.0.0.1:{port}/lab/api/settings/{TRACKER_KEY}?token={token}"
     with open(tmp_path / "server.log", "w") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -171,6 +175,8 @@ def test_jupyterlab_applies_the_overrides(tmp_path):
                     reply = json.load(response)
                 with urllib.request.urlopen(widgets_url, timeout=5) as response:
                     widgets_reply = json.load(response)
+                with urllib.request.urlopen(tracker_url, timeout=5) as response:
+                    tracker_reply = json.load(response)
                 break
             except OSError:
                 if time.monotonic() > deadline or proc.poll() is not None:
@@ -182,6 +188,7 @@ def test_jupyterlab_applies_the_overrides(tmp_path):
     props = reply["schema"]["properties"]
     assert props["fetchNews"]["default"] == "false" and props["checkForUpdates"]["default"] is False
     assert widgets_reply["schema"]["properties"]["saveState"]["default"] is True
+    assert tracker_reply["schema"]["properties"]["kernelShutdown"]["default"] is True
 
 
 def test_postbuild_stops_on_the_first_error(tmp_path):

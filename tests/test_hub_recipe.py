@@ -238,3 +238,12 @@ def test_repo2docker_accepts_the_image_flags():
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-2000:]
     assert appendix in text and "./binder/postBuild" in text
+
+
+def test_tljh_installs_the_course_jupyterlab_defaults():
+    """The hub's learners get binder/overrides.json (saved widget state, closing a tab shuts its kernel down), as
+    on Binder (postBuild) and with `make lab`; TLJH's user environment is /opt/tljh/user."""
+    tljh = (RECIPE / "tljh.sh").read_text(encoding="utf-8")
+    line = re.search(r"^install .*binder/overrides\.json.*$", tljh, re.MULTILINE)
+    assert line, "tljh.sh must install binder/overrides.json"
+    assert line[0].endswith("/opt/tljh/user/share/jupyter/lab/settings/overrides.json"), line[0]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from notebook_tools import NOTEBOOKS, REPO, nb_id, tags
+from notebook_tools import NOTEBOOKS, REPO, make_student, nb_id, tags
 
 MAX_BYTES = 1_000_000
 VERDICTS = ("TRUE", "FALSE", "PARTLY", "OUTDATED")
@@ -110,9 +110,17 @@ def test_title_first_and_recap_last(path):
 def test_last_cell_says_to_shut_the_kernel_down(path):
     """A workshop room runs out of memory when every finished notebook keeps its kernel (hundreds of MiB each)."""
     last = read(path).cells[-1].source
-    assert "Shut Down Kernel" in last and "Disconnect and delete runtime" in last, (
-        f"{path.name}: end the last cell with the 'Done with this notebook?' step (save, shut the kernel down)"
+    assert "Close and Shut Down Notebook" in last and "Disconnect and delete runtime" in last, (
+        f"{path.name}: end the last cell with the 'Done with this notebook?' step (save, close it with its kernel:"
+        " Kernel > Shut Down Kernel alone comes back after a page reload)"
     )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)
+def test_kernelspec_is_what_jupyterlab_writes(path):
+    """JupyterLab writes the running kernel's display name into an opened notebook: a notebook that names another
+    one ("Python 3") shows as modified, and asks to be saved when closed, before anyone typed anything."""
+    assert read(path).metadata["kernelspec"] == make_student.STUDENT_KERNELSPEC, path.name
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)

@@ -2,9 +2,9 @@
 
 The server serves a temporary *copy* of ``notebooks/`` (Lab writes checkpoints and autosaves; nothing
 may land in the repository), on a free loopback port, with a random token and its own config, data,
-runtime, settings and workspace folders. The "news" notification is switched off in the user
-settings so that it does not cover screenshots, and notebook windowing is off so that every cell
-stays in the DOM. Chromium is Debian's ``/usr/bin/chromium`` driven by
+runtime, settings and workspace folders. It runs with the learners' defaults (``binder/overrides.json``: no
+news pop-up covering screenshots, widget state saved, closing a tab shuts its kernel down), and notebook
+windowing is off so that every cell stays in the DOM. Chromium is Debian's ``/usr/bin/chromium`` driven by
 the Python ``playwright`` package through ``executable_path``: no ``playwright install`` download.
 """
 
@@ -71,21 +71,17 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("labroot")
     shutil.copytree(REPO / "notebooks", root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     home = tmp_path_factory.mktemp("jhome")
-    settings = home / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
+    # The learners' JupyterLab defaults, from the file `make lab`, Binder and the workshop hub install:
+    # binder/overrides.json as the app-level settings (no news pop-up, widget state saved with the notebook,
+    # closing a notebook's tab shuts its kernel down).
+    app_settings = home / "app-settings"
+    app_settings.mkdir()
+    shutil.copy(REPO / "binder" / "overrides.json", app_settings / "overrides.json")
     # Render every cell: with Lab's default windowing, off-screen cells leave the DOM, and a check that
     # "every prompt has a number" would only see the cells on screen.
     notebook_settings = home / "settings" / "@jupyterlab" / "notebook-extension"
     notebook_settings.mkdir(parents=True)
     (notebook_settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    # Save the widgets' state with the notebook (Settings > Save Widget State Automatically), so that after
-    # a kernel restart and a reload the widgets show their last picture instead of "model not found".
-    widget_settings = home / "settings" / "@jupyter-widgets" / "jupyterlab-manager"
-    widget_settings.mkdir(parents=True)
-    (widget_settings / "plugin.jupyterlab-settings").write_text(json.dumps({"saveState": True}))
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(
         os.environ,
@@ -105,6 +101,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",
+        f"--LabApp.app_settings_dir={app_settings}",
         f"--LabApp.user_settings_dir={home / 'settings'}",
         f"--LabApp.workspaces_dir={home / 'ws'}",
     ]

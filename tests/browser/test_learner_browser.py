@@ -7,6 +7,9 @@
   lines, PyTorch's frames folded), not fifty lines through torch's internals.
 * A right computation with a forgotten ``return`` typed into exercise 1 gets feedback that names the
   missing ``return``, not "divide by the norm".
+* A kernel's life as the notebooks and the student README tell it: *Kernel > Shut Down Kernel* alone comes
+  back after a page reload (and Run All on a notebook with no kernel runs only its first cell); *File > Close
+  and Shut Down Notebook* and, with the course's settings, closing the tab end it for good.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
+import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
+import urllib.request  # noqa: E402
 
 from notebook_tools import make_student  # noqa: E402
 
@@ -54,6 +59,27 @@ def student_root(lab: dict[str, Any]) -> Path:
     dst = Path(lab["root"]) / "student"
     make_student.write_student_copies(REPO / "notebooks", dst)
     return dst
+
+
+def kernel_sessions(lab: dict[str, Any], path: str) -> list[dict[str, Any]]:
+    """The server's sessions (a notebook with a running kernel) for ``path``."""
+    with urllib.request.urlopen(f"{lab['url']}/api/sessions?token={lab['token']}", timeout=10) as reply:
+        return [s for s in json.load(reply) if s["path"] == path]
+
+
+def _menu(page: Any, menu: str, item: str) -> None:
+    """Click ``menu`` in the menu bar, then the item whose label starts with ``item``; accept its dialog if any."""
+    page.get_by_role("menuitem", name=menu, exact=True).click()
+    page.locator(".lm-Menu-item .lm-Menu-itemLabel").filter(has_text=item).first.click()
+    page.wait_for_timeout(500)
+    if page.locator(".jp-Dialog").count():
+        page.locator(".jp-Dialog button.jp-mod-accept").click()
+
+
+NUMBERED = (
+    "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]"
+    ".filter(e => /\\[\\d+\\]/.test(e.textContent)).length"
+)
 
 
 def _open(page: Any, lab: dict[str, Any], path: str) -> None:
@@ -134,3 +160,60 @@ def test_student_copy_short_tracebacks_and_missing_return_feedback(
     assert all(len(line) <= 100 for line in text.splitlines()), "feedback wrapped at spaces, never mid-word"
     check.scroll_into_view_if_needed()
     _save(page, tmp_path, "missing_return_feedback.png")
+
+
+def test_closing_a_notebook_ends_its_kernel_and_shutting_it_down_alone_does_not_last(
+    lab: dict[str, Any], student_root: Path, page: Any, tmp_path: Path
+) -> None:
+    path = "student/03_forward_pre_hooks.ipynb"
+    _open(page, lab, path)
+    assert len(kernel_sessions(lab, path)) == 1  # opening a notebook starts its kernel (JupyterLab's rule)
+    status = page.locator("#jp-main-statusbar")
+
+    # Kernel > Shut Down Kernel: the tab stays open with no kernel ...
+    _menu(page, "Kernel", "Shut Down Kernel")
+    status.get_by_text("No Kernel").wait_for()
+    assert not kernel_sessions(lab, path)
+    # ... where Run All starts a kernel but runs only the first code cell (the student README says so) ...
+    _menu(page, "Run", "Run All Cells")
+    status.get_by_text("Idle").wait_for(timeout=60_000)
+    page.wait_for_timeout(3000)
+    numbered, cells = page.evaluate(NUMBERED), page.locator(".jp-Notebook .jp-CodeCell").count()
+    print(f"Run All on a notebook with no kernel ran {numbered} of {cells} code cells")
+    assert numbered == 1, (
+        f"Run All with no kernel ran {numbered} of {cells} cells: JupyterLab changed, so update the student README"
+        " (make_student.STUDENT_README) and this test"
+    )
+    # ... and Kernel > Restart Kernel and Run All Cells runs them all.
+    _menu(page, "Kernel", "Restart Kernel and Run All Cells")
+    page.wait_for_function(f"() => ({NUMBERED.split('=> ', 1)[1]}) === {cells}", timeout=180_000)
+    status.get_by_text("Idle").wait_for()
+    page.keyboard.press("Control+s")  # a reload of a page with unsaved changes would stop at "Leave site?"
+    page.wait_for_timeout(1000)
+
+    # Kernel > Shut Down Kernel, then a page reload: the open tab starts a new kernel.
+    _menu(page, "Kernel", "Shut Down Kernel")
+    status.get_by_text("No Kernel").wait_for()
+    page.reload()
+    status.get_by_text("Idle").wait_for()
+    assert len(kernel_sessions(lab, path)) == 1, "every notebook's last cell says a reload brings the kernel back"
+
+    # File > Close and Shut Down Notebook: tab and kernel gone, and a reload brings neither back.
+    _menu(page, "File", "Close and Shut Down Notebook")
+    page.wait_for_timeout(2000)
+    assert not kernel_sessions(lab, path)
+    page.reload()
+    page.locator("#filebrowser").wait_for()
+    page.wait_for_timeout(3000)
+    tabs = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab").all_inner_texts()
+    assert not kernel_sessions(lab, path) and not any("03_forward" in t for t in tabs), tabs
+
+    # With the course's settings (binder/overrides.json: kernelShutdown) closing the tab does the same.
+    _open(page, lab, path)
+    assert len(kernel_sessions(lab, path)) == 1
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab").filter(has_text="03_forward").locator(
+        ".lm-TabBar-tabCloseIcon"
+    ).click()
+    page.wait_for_timeout(2000)
+    assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").all_inner_texts()
+    assert not kernel_sessions(lab, path), "closing the tab left its kernel running"

@@ -22,7 +22,11 @@ git clone --depth 1 --branch "${TAG}" https://github.com/hookviz/hookviz "${COUR
 #    password, through TLJH's jupyterhub_config.d.
 install -D -m 644 "$(dirname "$0")/tljh_hookviz_config.py" /opt/tljh/config/jupyterhub_config.d/hookviz.py
 
-# 4. Login with one workshop password, per-learner limits, JupyterLab, and an idle culler that outlasts
+# 4. The course's JupyterLab defaults, as on Binder and with `make lab` (binder/postBuild says why): widget
+#    state saved with the notebook, no news pop-up, and closing a notebook's tab shuts its kernel down.
+install -D -m 644 "${COURSE}/binder/overrides.json" /opt/tljh/user/share/jupyter/lab/settings/overrides.json
+
+# 5. Login with one workshop password, per-learner limits, JupyterLab, and an idle culler that outlasts
 #    the breaks (TLJH's default timeout was 600 s in older releases: a 10-minute break would end sessions).
 tljh-config set auth.type shared-password
 tljh-config set auth.SharedPasswordAuthenticator.user_password "${PASSWORD}"
