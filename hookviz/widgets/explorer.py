@@ -876,10 +876,12 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         self._sync_boxes()
         self.page.disabled = state.pages == 1
         self.order.disabled = state.kind != "maps"
-        self.caption.value = caption_html(state.caption())
+        # The pictures first, then the caption: each assignment is one message to the page, and the feature
+        # maps are what the learner waits for when picking a layer.
         show_png(self.maps_out, state.feature_png(), f"feature maps of {state.layer}, sample {state.sample}")
         png = state.grad_png(log=self.log_scale.value, hide_zeros=self.hide_zeros.value)
         show_png(self.grad_out, png, f"gradient histogram of {state.layer}, sample {state.sample}")
+        self.caption.value = caption_html(state.caption())
 
     def static_png(self) -> bytes:
         """The current view as one PNG (the static fallback)."""

@@ -760,8 +760,10 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
     every few seconds (they cost more to draw) and at the end. The state is at ``monitor.state``.
     """
 
-    #: Seconds between two redraws of the fast charts (loss, mean |gradient|) while training runs.
-    PACE_EVERY = 0.5
+    #: Seconds between two redraws of the fast charts (loss, mean |gradient|) while training runs. They are
+    #: drawn with a live redraw (every ``interval`` s), the first one due within half an interval: with the
+    #: default 0.2 s, every other live redraw, so that they are never much more than 0.4 s behind.
+    PACE_EVERY = 0.4
 
     def __init__(
         self,
@@ -871,8 +873,11 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
             self.live_img.value = s.live_png(layer)
             self.grad_img.value = s.live_grad_png(layer)
             now = time.perf_counter()
-            # the fast charts: every PACE_EVERY s while training (never more than that behind), always at the end
-            if charts or not s.running or now - self._last_pace >= self.PACE_EVERY:
+            # the fast charts: every PACE_EVERY s while training, always at the end. The live redraws come every
+            # `interval` s with a few ms of jitter, so "due" allows half an interval: a strict ">= PACE_EVERY"
+            # would skip the redraw that comes a millisecond early and wait a whole interval more.
+            due = now - self._last_pace >= self.PACE_EVERY - self.interval / 2
+            if charts or not s.running or due:
                 self._last_pace = now
                 self.pace_img.value = s.pace_png()
         if charts or not s.running:

@@ -233,7 +233,7 @@ def _live_training(page: Any, tmp_path: Path, seconds: float = 6.0) -> None:
         f"charts (loss, mean |gradient|) {charts:.1f} pictures/s, "
         f"{live_rate:.1f} steps/s live vs {headless:.1f} headless ({live_rate / headless:.2f})"
     )
-    # the fast charts follow every 0.5 s (bench_live.py holds them to it); here the cores are shared with the
+    # the fast charts follow every 0.4 s (bench_live.py holds them to it); here the cores are shared with the
     # browser, so only a chart that clearly stopped keeping up fails
     assert charts >= 1.0, f"charts {charts:.1f}/s vs live pictures {cadence:.1f}/s"
     # The targets (>= 4 pictures/s, >= 0.7 of headless speed) are checked by bench/bench_live.py, which
