@@ -29,6 +29,7 @@ from hookviz.catalogue import HookKind, kinds
 from hookviz.text import text_table
 
 __all__ = [
+    "GLOBAL_CALL_KINDS",
     "HookRow",
     "HookTable",
     "RemovedHooks",
@@ -44,6 +45,9 @@ _MODULE_EXTRAS = {
     "forward": ("_forward_hooks_with_kwargs", "_forward_hooks_always_called"),
 }
 _GLOBAL_EXTRAS = {"global_forward": ("_global_forward_hooks_with_kwargs", "_global_forward_hooks_always_called")}
+#: The global module hooks that fire on module calls and their backward (forward and backward, not the
+#: registration hooks): the kinds a learner registers to watch every module.
+GLOBAL_CALL_KINDS = tuple(k.name for k in kinds(target="global module") if not k.name.endswith("_registration"))
 
 
 @dataclass(frozen=True)

@@ -33,3 +33,16 @@ def _no_hook_left_behind() -> Iterator[HookLeakGuard]:
     guard.cleanup()
     if leaks:
         pytest.fail(f"{len(leaks)} hook(s) left behind:\n  " + "\n  ".join(leaks), pytrace=False)
+
+
+@pytest.fixture
+def shell() -> Iterator:
+    """A real IPython shell (no kernel), run as the notebooks run: cells, magics, AST transformers."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ipython = InteractiveShell.instance()
+    saved = list(ipython.ast_transformers)
+    yield ipython
+    ipython.ast_transformers[:] = saved
+    ipython.run_line_magic("xmode", "Context")
+    InteractiveShell.clear_instance()

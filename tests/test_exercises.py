@@ -192,19 +192,6 @@ def test_renamed_checkers_keep_their_old_names():
 # --------------------------------------------------------------------------- the learner's own errors show where
 
 
-@pytest.fixture
-def shell():
-    """A real IPython shell (no kernel), run as the notebooks run: cells, magics, AST transformers."""
-    from IPython.core.interactiveshell import InteractiveShell
-
-    ipython = InteractiveShell.instance()
-    saved = list(ipython.ast_transformers)
-    yield ipython
-    ipython.ast_transformers[:] = saved
-    ipython.run_line_magic("xmode", "Context")
-    InteractiveShell.clear_instance()
-
-
 def test_strict_checks_brings_full_tracebacks_back(shell, capsys):
     shell.run_cell("%xmode Minimal")
     assert shell.InteractiveTB.mode == "Minimal"

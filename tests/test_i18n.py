@@ -348,19 +348,6 @@ def test_the_most_specific_key_wins() -> None:
     assert i18n.tr("at line 7 of its cell") == "出错位置：所在单元格第 7 行"
 
 
-@pytest.fixture
-def shell():
-    """A real IPython shell (no kernel), run as the notebooks run: cells, magics, AST transformers."""
-    from IPython.core.interactiveshell import InteractiveShell
-
-    ipython = InteractiveShell.instance()
-    saved = list(ipython.ast_transformers)
-    yield ipython
-    ipython.ast_transformers[:] = saved
-    ipython.run_line_magic("xmode", "Context")
-    InteractiveShell.clear_instance()
-
-
 def test_a_learners_typo_in_a_zh_student_copy_reads_in_chinese(shell, capsys: pytest.CaptureFixture) -> None:
     """The whole line a soft check prints in a Chinese student copy for a typo in the learner's hook."""
     shell.run_cell("%xmode Minimal")

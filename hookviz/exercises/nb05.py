@@ -17,23 +17,14 @@ from hookviz.exercises import (
     missing_return,
     passed,
 )
-from hookviz.hooks_table import HookTable, list_global_hooks, list_hooks
+from hookviz.hooks_table import GLOBAL_CALL_KINDS, HookTable, list_global_hooks, list_hooks
 
 __all__ = ["check_count_calls", "check_attach_once", "check_safe_hook"]
-
-# The global module hooks a learner might use (forward and backward; not the registration hooks).
-_GLOBAL_KINDS = (
-    "global_forward_pre",
-    "global_forward",
-    "global_backward_pre",
-    "global_backward",
-    "global_backward_legacy",
-)
 
 
 def _global_hooks() -> HookTable:
     """The global module hooks (forward and backward) registered in this process now, read by the inspector."""
-    return HookTable(row for row in list_global_hooks(optimizer=False) if row.kind in _GLOBAL_KINDS)
+    return HookTable(row for row in list_global_hooks(optimizer=False) if row.kind in GLOBAL_CALL_KINDS)
 
 
 def _global_hook_count() -> int:

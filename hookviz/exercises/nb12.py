@@ -25,7 +25,7 @@ from hookviz.exercises import (
     missing_return,
     passed,
 )
-from hookviz.hooks_table import HookTable, list_global_hooks, list_hooks
+from hookviz.hooks_table import GLOBAL_CALL_KINDS, HookTable, list_global_hooks, list_hooks
 from hookviz.i18n import tr
 from hookviz.transformer import TinyTransformer, load_tiny_transformer, make_tiny_batch
 
@@ -53,19 +53,9 @@ def _expect_no_hooks(model: nn.Module, what: str, before: set[tuple[str, int]]) 
     expect_no_new_global_hooks(before, what)
 
 
-# The global module hooks a learner might register (forward and backward; not the registration hooks).
-_GLOBAL_KINDS = (
-    "global_forward_pre",
-    "global_forward",
-    "global_backward_pre",
-    "global_backward",
-    "global_backward_legacy",
-)
-
-
 def global_hook_ids() -> set[tuple[str, int]]:
     """The ``(kind, id)`` of every global module hook registered now, read through the inspector."""
-    return {(row.kind, row.hook_id) for row in list_global_hooks(optimizer=False) if row.kind in _GLOBAL_KINDS}
+    return {(row.kind, row.hook_id) for row in list_global_hooks(optimizer=False) if row.kind in GLOBAL_CALL_KINDS}
 
 
 def expect_no_new_global_hooks(before: set[tuple[str, int]], what: str) -> None:
@@ -84,7 +74,7 @@ def remove_new_global_hooks(before: set[tuple[str, int]]) -> None:
     HookTable(
         row
         for row in list_global_hooks(optimizer=False)
-        if row.kind in _GLOBAL_KINDS and (row.kind, row.hook_id) not in before
+        if row.kind in GLOBAL_CALL_KINDS and (row.kind, row.hook_id) not in before
     ).remove()
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -17,47 +16,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from lab_page import run_all, save_screenshot
 from PIL import Image
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = "06_hookviz_explorer.ipynb"
-SHOTS = Path(os.environ.get("HOOKVIZ_SCREENSHOTS", REPO / "bench" / "results"))  # git ignores bench/results
 
 # The explorer is the notebook's first widget: its first Output holds the feature-map picture.
 MAPS_IMG = "(document.querySelector('.jp-Notebook .widget-vbox .widget-output img') || {}).src || null"
 LAYER_SELECT = ".jp-Notebook .widget-vbox .widget-dropdown:has(label:text-is('layer')) select"
 MAPS_IMG_SELECTOR = ".jp-Notebook .widget-vbox .widget-output img"
-
-
-def _run_all(page: Any) -> None:
-    # Clear the stored outputs first: their prompt numbers would satisfy the wait below at once.
-    page.get_by_role("menuitem", name="Edit", exact=True).click()
-    page.locator('.lm-Menu-item[data-command="editmenu:clear-all"]').click()
-    page.wait_for_function(
-        "() => ![...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]"
-        ".some(e => /\\[\\d+\\]/.test(e.textContent))"
-    )
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
-    page.wait_for_function(
-        """() => { const p = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
-                   return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.textContent)); }""",
-        timeout=240_000,
-    )
-    page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for()
-
-
-def _save(page: Any, tmp_path: Path, name: str) -> Path:
-    path = tmp_path / name
-    page.screenshot(path=str(path))
-    try:  # bench/results (ignored by git) or $HOOKVIZ_SCREENSHOTS: handy to look at after the run
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, SHOTS / name)
-    except OSError:
-        pass
-    return path
 
 
 # The training monitor and its live feature-map picture carry CSS classes of their own.
@@ -103,7 +73,7 @@ def _tiles(page: Any) -> np.ndarray:
 def test_explorer_renders_and_layer_pick_redraws(lab: dict[str, Any], page: Any, tmp_path: Path) -> None:
     page.goto(f"{lab['url']}/lab/tree/{NOTEBOOK}?reset&token={lab['token']}")
     page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for()
-    _run_all(page)
+    run_all(page)
 
     # every code cell ran; the only error shown is the KeyError of the raises-exception pitfall cell
     errors = page.locator(".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
@@ -121,7 +91,7 @@ def test_explorer_renders_and_layer_pick_redraws(lab: dict[str, Any], page: Any,
     assert select.input_value() is not None
     before = page.evaluate(f"() => {MAPS_IMG}")
     assert before.startswith("data:image/png;base64,")
-    _save(page, tmp_path, "explorer_before.png")
+    save_screenshot(page, tmp_path, "explorer_before.png")
 
     # pick another layer through the UI: the kernel redraws, the picture changes
     # ipywidgets writes option labels with non-breaking spaces
@@ -136,7 +106,7 @@ def test_explorer_renders_and_layer_pick_redraws(lab: dict[str, Any], page: Any,
     caption_box = page.locator(".jp-Notebook .widget-vbox .widget-html").filter(has_text="Conv2d").first
     caption = (caption_box.text_content() or "").replace("\xa0", " ")
     assert caption.startswith("features.4 · Conv2d · (16, 4, 4)"), caption
-    shot = _save(page, tmp_path, "explorer_after.png")
+    shot = save_screenshot(page, tmp_path, "explorer_after.png")
     assert shot.stat().st_size > 10_000
     assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
     assert not page.locator(RESTART_NOTICE).first.is_visible()  # live widgets: the notice stays hidden
@@ -212,7 +182,7 @@ def _live_training(page: Any, tmp_path: Path, seconds: float = 6.0) -> None:
     page.wait_for_timeout(seconds * 1000)
     step1, t1 = _status_step(page), time.perf_counter()
     tiles_late = _tiles(page)
-    _save(page, tmp_path, "monitor_training.png")
+    save_screenshot(page, tmp_path, "monitor_training.png")
     frames = page.evaluate("() => { clearInterval(window.__poll); return window.__live; }")
     pace = page.evaluate("() => window.__pace")
     # the picker works while training runs
@@ -244,7 +214,7 @@ def _live_training(page: Any, tmp_path: Path, seconds: float = 6.0) -> None:
     assert live_rate >= 0.35 * headless, f"{live_rate:.1f} steps/s live vs {headless:.1f} headless"
     # the feature maps themselves changed while it trained, not only the step in the title
     assert np.abs(tiles_early - tiles_late).max() > 0
-    _save(page, tmp_path, "monitor_stopped.png")
+    save_screenshot(page, tmp_path, "monitor_stopped.png")
 
 
 def _layout_1024(page: Any, tmp_path: Path) -> None:
@@ -265,7 +235,7 @@ def _layout_1024(page: Any, tmp_path: Path) -> None:
     assert not overflow, overflow
     for name, selector in (("explorer", LAYER_SELECT), ("monitor", f"{MONITOR} button")):
         page.locator(selector).first.scroll_into_view_if_needed()
-        _save(page, tmp_path, f"{name}_1024x768.png")
+        save_screenshot(page, tmp_path, f"{name}_1024x768.png")
     page.set_viewport_size({"width": 1280, "height": 1000})
 
 
@@ -287,7 +257,7 @@ def _restart_and_reload(page: Any, lab: dict[str, Any], tmp_path: Path) -> None:
     )
     assert visible >= 3, visible  # the explorer, the timeline and the monitor each say it
     notice.scroll_into_view_if_needed()
-    _save(page, tmp_path, "after_restart_notice.png")
+    save_screenshot(page, tmp_path, "after_restart_notice.png")
     page.reload()
     page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for()
     page.locator(MAPS_IMG_SELECTOR).first.wait_for()
@@ -297,4 +267,4 @@ def _restart_and_reload(page: Any, lab: dict[str, Any], tmp_path: Path) -> None:
     assert page.locator(MAPS_IMG_SELECTOR).count() >= 3  # the explorer, the timeline and the monitor still draw
     page.locator(RESTART_NOTICE).first.wait_for(state="visible", timeout=30_000)  # and say how to make them live
     page.locator(LAYER_SELECT).first.scroll_into_view_if_needed()
-    _save(page, tmp_path, "after_restart_reload.png")
+    save_screenshot(page, tmp_path, "after_restart_reload.png")

@@ -25,26 +25,9 @@ pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
-import json  # noqa: E402
-import os  # noqa: E402
-import shutil  # noqa: E402
-import urllib.request  # noqa: E402
 
+from lab_page import CODE_CELLS, NUMBERED_CELLS, kernel_sessions, menu, run_all, save_screenshot  # noqa: E402
 from notebook_tools import make_student  # noqa: E402
-
-SHOTS = Path(os.environ.get("HOOKVIZ_SCREENSHOTS", REPO / "bench" / "results"))  # git ignores bench/results
-
-
-def _save(page: Any, tmp_path: Path, name: str) -> Path:
-    path = tmp_path / name
-    page.screenshot(path=str(path))
-    try:  # handy to look at after the run
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, SHOTS / name)
-    except OSError:
-        pass
-    return path
-
 
 FORGOT_RETURN = """def clip_hook(grad):
     norm = grad.norm()
@@ -59,27 +42,6 @@ def student_root(lab: dict[str, Any]) -> Path:
     dst = Path(lab["root"]) / "student"
     make_student.write_student_copies(REPO / "notebooks", dst)
     return dst
-
-
-def kernel_sessions(lab: dict[str, Any], path: str) -> list[dict[str, Any]]:
-    """The server's sessions (a notebook with a running kernel) for ``path``."""
-    with urllib.request.urlopen(f"{lab['url']}/api/sessions?token={lab['token']}", timeout=10) as reply:
-        return [s for s in json.load(reply) if s["path"] == path]
-
-
-def _menu(page: Any, menu: str, item: str) -> None:
-    """Click ``menu`` in the menu bar, then the item whose label starts with ``item``; accept its dialog if any."""
-    page.get_by_role("menuitem", name=menu, exact=True).click()
-    page.locator(".lm-Menu-item .lm-Menu-itemLabel").filter(has_text=item).first.click()
-    page.wait_for_timeout(500)
-    if page.locator(".jp-Dialog").count():
-        page.locator(".jp-Dialog button.jp-mod-accept").click()
-
-
-NUMBERED = (
-    "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]"
-    ".filter(e => /\\[\\d+\\]/.test(e.textContent)).length"
-)
 
 
 def _open(page: Any, lab: dict[str, Any], path: str) -> None:
@@ -107,19 +69,8 @@ def test_first_screen_says_what_to_open_and_how_to_run(
     assert box is not None and box["y"] + box["height"] <= viewport["height"], (box, viewport)
     first_screen = rendered.inner_text()
     assert "Shift+Enter" in first_screen and "Run All Cells" in first_screen
-    _save(page, tmp_path, "first_screen_student_00.png")
+    save_screenshot(page, tmp_path, "first_screen_student_00.png")
     assert _dirty_tabs(page) == 0, "the student copy shows as modified right after opening"
-
-
-def _run_all(page: Any) -> None:
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
-    page.wait_for_function(
-        """() => { const p = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
-                   return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.textContent)); }""",
-        timeout=240_000,
-    )
-    page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for()
 
 
 def test_student_copy_short_tracebacks_and_missing_return_feedback(
@@ -127,7 +78,7 @@ def test_student_copy_short_tracebacks_and_missing_return_feedback(
 ) -> None:
     _open(page, lab, "student/01_tensor_hooks.ipynb")
     assert _dirty_tabs(page) == 0, "the student copy shows as modified right after opening"
-    _run_all(page)
+    run_all(page)
     errors = page.locator(".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     texts = [errors.nth(i).inner_text() for i in range(errors.count())]
     tracebacks = [t for t in texts if "Traceback" in t]
@@ -159,7 +110,7 @@ def test_student_copy_short_tracebacks_and_missing_return_feedback(
     assert "only the `return` is missing" in flat and "divide by the norm" not in flat, text
     assert all(len(line) <= 100 for line in text.splitlines()), "feedback wrapped at spaces, never mid-word"
     check.scroll_into_view_if_needed()
-    _save(page, tmp_path, "missing_return_feedback.png")
+    save_screenshot(page, tmp_path, "missing_return_feedback.png")
 
 
 def test_closing_a_notebook_ends_its_kernel_and_shutting_it_down_alone_does_not_last(
@@ -171,35 +122,35 @@ def test_closing_a_notebook_ends_its_kernel_and_shutting_it_down_alone_does_not_
     status = page.locator("#jp-main-statusbar")
 
     # Kernel > Shut Down Kernel: the tab stays open with no kernel ...
-    _menu(page, "Kernel", "Shut Down Kernel")
+    menu(page, "Kernel", "Shut Down Kernel")
     status.get_by_text("No Kernel").wait_for()
     assert not kernel_sessions(lab, path)
     # ... where Run All starts a kernel but runs only the first code cell (the student README says so) ...
-    _menu(page, "Run", "Run All Cells")
+    menu(page, "Run", "Run All Cells")
     status.get_by_text("Idle").wait_for(timeout=60_000)
     page.wait_for_timeout(3000)
-    numbered, cells = page.evaluate(NUMBERED), page.locator(".jp-Notebook .jp-CodeCell").count()
+    numbered, cells = page.evaluate(f"() => {NUMBERED_CELLS}"), page.evaluate(f"() => {CODE_CELLS}")
     print(f"Run All on a notebook with no kernel ran {numbered} of {cells} code cells")
     assert numbered == 1, (
         f"Run All with no kernel ran {numbered} of {cells} cells: JupyterLab changed, so update the student README"
         " (make_student.STUDENT_README) and this test"
     )
     # ... and Kernel > Restart Kernel and Run All Cells runs them all.
-    _menu(page, "Kernel", "Restart Kernel and Run All Cells")
-    page.wait_for_function(f"() => ({NUMBERED.split('=> ', 1)[1]}) === {cells}", timeout=180_000)
+    menu(page, "Kernel", "Restart Kernel and Run All Cells")
+    page.wait_for_function(f"() => ({NUMBERED_CELLS}) === {cells}", timeout=180_000)
     status.get_by_text("Idle").wait_for()
     page.keyboard.press("Control+s")  # a reload of a page with unsaved changes would stop at "Leave site?"
     page.wait_for_timeout(1000)
 
     # Kernel > Shut Down Kernel, then a page reload: the open tab starts a new kernel.
-    _menu(page, "Kernel", "Shut Down Kernel")
+    menu(page, "Kernel", "Shut Down Kernel")
     status.get_by_text("No Kernel").wait_for()
     page.reload()
     status.get_by_text("Idle").wait_for()
     assert len(kernel_sessions(lab, path)) == 1, "every notebook's last cell says a reload brings the kernel back"
 
     # File > Close and Shut Down Notebook: tab and kernel gone, and a reload brings neither back.
-    _menu(page, "File", "Close and Shut Down Notebook")
+    menu(page, "File", "Close and Shut Down Notebook")
     page.wait_for_timeout(2000)
     assert not kernel_sessions(lab, path)
     page.reload()
