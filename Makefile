@@ -76,15 +76,24 @@ test-notebooks: setup
 
 # Stored outputs must not depend on the CPU: re-check every notebook on the generic (no AVX) kernels, as
 # on many laptops and ARM machines. `make test-notebooks-generic CPU=avx2` checks another kernel path.
+# The English notebooks only (EDITIONS=all adds notebooks/zh/): the Chinese ones carry exactly the same code
+# and outputs, which tests/test_zh.py proves on every run (scripts/make_zh.py --check).
 CPU ?= default
+EDITIONS ?= en
+EDITION_PATHS := $(if $(filter all,$(EDITIONS)),notebooks,$(NOTEBOOKS))
 test-notebooks-generic: setup
 	HOOKVIZ_STAGE=notebooks-generic-$(CPU) HOOKVIZ_RUN_REPORT=$(REPORTS)/notebooks-generic-$(CPU).json \
-	ATEN_CPU_CAPABILITY=$(CPU) $(PY) -m pytest --nbval $(XDIST) -q notebooks
+	ATEN_CPU_CAPABILITY=$(CPU) $(PY) -m pytest --nbval $(XDIST) -q $(EDITION_PATHS)
 
-# Another PyTorch beside the pinned one, in its own venv (the pinned .venv is never touched):
-#   make test-torch TORCH=2.14.1
-# installs that torch from pip plus the course's other pins, then checks every notebook against it.
+# The PyTorch releases the course supports (hookviz/releases.py): 2.8 to 2.14, proven on 2.8.0 (oldest), 2.11.0
+# (Colab's: `make test-colab`), 2.13.0 (the pin: `make test`) and 2.14.1 (newest pip serves here). Each other
+# release runs in its own venv (the pinned .venv is never touched):
+#   make test-torch TORCH=2.8.0        (the English notebooks; EDITIONS=all adds the Chinese ones)
+#   make test-releases                 (2.8.0 and 2.14.1)
+# installs that torch from pip (a CUDA build that runs on the CPU, a few GB) plus the course's other pins.
 TORCH ?= 2.14.1
+OLDEST_TORCH := 2.8.0
+NEWEST_TORCH := 2.14.1
 TORCH_VENV := .venv-torch-$(TORCH)
 $(TORCH_VENV)/.ready: pyproject.toml scripts/requirements.py
 	$(PYTHON) -m venv $(TORCH_VENV)
@@ -97,23 +106,34 @@ torch-env: $(TORCH_VENV)/.ready
 
 test-torch: torch-env
 	HOOKVIZ_STAGE=torch-$(TORCH) HOOKVIZ_RUN_REPORT=$(REPORTS)/torch-$(TORCH).json \
-	$(TORCH_VENV)/bin/python -m pytest --nbval $(XDIST) -q notebooks
+	$(TORCH_VENV)/bin/python -m pytest --nbval $(XDIST) -q $(EDITION_PATHS)
 
-# A Colab-like environment, in its own venv (.venv-colab): the newest PyTorch pip serves (TORCH) with the
-# ipywidgets major version Google Colab ships (7.7.1, with the classic notebook 6.5 it needs and Colab's
-# ipykernel 6.17.1), and no JupyterLab. Every notebook must pass nbval there, and the widget tests prove that
-# each widget falls back to its static picture without an error:
-#   make test-colab            (TORCH=2.14.1 by default)
+.PHONY: test-releases atlas-snapshot
+test-releases:
+	$(MAKE) test-torch TORCH=$(OLDEST_TORCH)
+	$(MAKE) test-torch TORCH=$(NEWEST_TORCH)
+
+# Store the hook atlas of another release (hookviz/assets/atlas/atlas-torch-TORCH.json), in that release's venv:
+#   make atlas-snapshot TORCH=2.9.1
+atlas-snapshot: torch-env
+	$(TORCH_VENV)/bin/python -c "from hookviz import atlas; print(atlas.write_snapshot(atlas.run_atlas()))"
+
+# Colab-true: Google Colab's own package versions (scripts/colab_pins.txt, read from Google's published list of
+# what a Colab runtime has installed, with its date), in their own venv (.venv-colab): Colab's older PyTorch,
+# numpy, matplotlib, IPython 7, ipykernel 6 and ipywidgets 7, no JupyterLab. Every notebook (both editions)
+# must pass nbval there, and the widget tests prove that each widget falls back to its static picture:
+#   make test-colab
+# Refresh the pins from a newer copy of Google's list: python scripts/colab_pins.py --refresh FILE --date DATE
 COLAB_VENV := .venv-colab
-COLAB_PINS := ipywidgets==7.7.1 notebook==6.5.7 ipykernel==6.17.1
-COLAB_WITHOUT := --without torch --without ipywidgets --without jupyterlab --without ipykernel --without playwright \
-	--without ruff --without py-rattler
-$(COLAB_VENV)/.ready: pyproject.toml scripts/requirements.py
+COLAB_WITHOUT := $(foreach p,torch numpy matplotlib ipython ipywidgets ipykernel notebook anywidget jupyterlab \
+	playwright ruff py-rattler,--without $(p))
+$(COLAB_VENV)/.ready: pyproject.toml scripts/requirements.py scripts/colab_pins.txt
+	rm -rf $(COLAB_VENV)
 	$(PYTHON) -m venv $(COLAB_VENV)
-	set -o pipefail; $(COLAB_VENV)/bin/pip install --quiet $(PIP_EXTRA) torch==$(TORCH) $(COLAB_PINS) \
+	set -o pipefail; $(COLAB_VENV)/bin/pip install --quiet $(PIP_EXTRA) $$($(PYTHON) scripts/colab_pins.py --requirements) \
 	  $$($(PYTHON) scripts/requirements.py $(COLAB_WITHOUT)) 2>&1 | $(QUIET_PIP)
 	set -o pipefail; $(COLAB_VENV)/bin/pip install --quiet --no-deps -e . 2>&1 | $(QUIET_PIP)
-	$(COLAB_VENV)/bin/python scripts/colab_like.py --check-env --torch $(TORCH)
+	$(COLAB_VENV)/bin/python scripts/colab_pins.py --check-env
 	touch $@
 
 colab-env: $(COLAB_VENV)/.ready

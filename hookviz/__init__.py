@@ -7,7 +7,7 @@ hook kind; :mod:`hookviz.hooks_table` lists and removes what is attached to a mo
 digits and its small trained CNN; :mod:`hookviz.doctor` checks the environment.
 """
 
-from hookviz import catalogue
+from hookviz import catalogue, releases
 from hookviz.capture import (
     Capture,
     HookGroup,
@@ -24,6 +24,7 @@ from hookviz.doctor import doctor, environment_report
 from hookviz.hooks_table import HookTable, list_hooks, remove_all_hooks
 from hookviz.i18n import get_language, set_language, tr
 from hookviz.models import DigitsCNN, accuracy, load_pretrained_cnn, make_digits_step, train_digits_cnn
+from hookviz.releases import expect_error
 from hookviz.transformer import TinyTransformer, load_tiny_transformer, make_tiny_batch
 
 __version__ = "0.1.0"
@@ -61,6 +62,7 @@ __all__ = [
     "LayerRecord",
     "accuracy",
     "catalogue",
+    "expect_error",
     "capture",
     "diagnose",
     "Diagnosis",
@@ -76,6 +78,7 @@ __all__ = [
     "make_digits_step",
     "make_tiny_batch",
     "register",
+    "releases",
     "registered_keys",
     "remove_all_hooks",
     "remove_key",

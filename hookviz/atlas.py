@@ -65,8 +65,10 @@ __all__ = [
     "rig_for",
     "run_atlas",
     "situations",
+    "stored_version_for",
     "stored_versions",
     "summarize",
+    "version_span",
     "teaching_links",
     "torch_version",
     "write_snapshot",
@@ -1104,6 +1106,19 @@ def stored_versions(directory: Path = SNAPSHOT_DIR) -> list[str]:
     return sorted(names, key=lambda v: tuple(int(part) for part in v.split(".") if part.isdigit()))
 
 
+def stored_version_for(version: str, directory: Path = SNAPSHOT_DIR) -> str | None:
+    """The stored atlas to compare ``version`` with: its own, else its minor release's, else ``None``.
+
+    Every patch release of a minor release is expected to behave as the stored one (``2.12.0`` as ``2.12.1``).
+    """
+    version = version.split("+")[0]
+    stored = stored_versions(directory)
+    if version in stored:
+        return version
+    same_minor = [v for v in stored if v.split(".")[:2] == version.split(".")[:2]]
+    return same_minor[-1] if same_minor else None
+
+
 def diff_atlases(old: list[Entry], new: list[Entry]) -> list[tuple[Entry | None, Entry | None]]:
     """The entries whose outcome differs between two atlases (or exist in only one), as (old, new) pairs."""
     before, after = entries_by_key(old), entries_by_key(new)
@@ -1113,6 +1128,16 @@ def diff_atlases(old: list[Entry], new: list[Entry]) -> list[tuple[Entry | None,
         if a is None or b is None or a.outcome() != b.outcome():
             pairs.append((a, b))
     return pairs
+
+
+def version_span(versions: list[str], directory: Path = SNAPSHOT_DIR) -> str:
+    """``versions`` for a table cell: a run of consecutive stored versions as ``2.8.0–2.14.1``, others listed."""
+    stored = stored_versions(directory)
+    if len(versions) > 2 and all(v in stored for v in versions):
+        first, last = stored.index(versions[0]), stored.index(versions[-1])
+        if stored[first : last + 1] == list(versions):
+            return f"{versions[0]}–{versions[-1]}"
+    return ", ".join(versions)
 
 
 def merge_versions(atlases: dict[str, list[Entry]]) -> list[tuple[Entry, list[str]]]:
@@ -1173,7 +1198,7 @@ class AtlasTable:
     def cells(self, entry: Entry, versions: list[str]) -> list[str]:
         """One row's cells as text, in :data:`COLUMNS` order."""
         return [entry.kind, entry.category, entry.situation, "yes" if entry.fires else "no", str(entry.calls),
-                entry.receives, entry.returns, entry.error or NOT_APPLICABLE, ", ".join(versions),
+                entry.receives, entry.returns, entry.error or NOT_APPLICABLE, version_span(versions),
                 self.link(entry)]
 
     def set(self, *, query: str | None = None, kind: str | None = None, category: str | None = None) -> None:

@@ -3,8 +3,10 @@
 In a notebook, ``hookviz.doctor()`` prints a table and a verdict and returns the report. From a shell,
 ``python -m hookviz.doctor --check`` prints the same and exits 0 when the machine is READY, 1 when it is
 NOT READY (each problem comes with a numbered fix). A torch other than the one the stored outputs were
-made with is a WARNING, never a failure: the course runs on it (issue-free on the versions tested), but
-some printed details may differ from the stored outputs.
+made with is a WARNING, never a failure. Inside the supported range (:mod:`hookviz.releases`, 2.8 to 2.14)
+the warning names the notebook sections whose behaviour differs on that release (each of those cells prints
+a table by release and checks the running one); outside it, the warning says the course is not proven
+there and lists every section that depends on the release.
 """
 
 from __future__ import annotations
@@ -17,24 +19,21 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hookviz import releases
+
 # `python -m hookviz.doctor` first imports the package, whose __init__ imports this module, and runpy then
 # warns that the module it is about to run is already imported. Harmless here (main() only reads the
 # environment); this filter silences exactly that message, and nothing else.
 warnings.filterwarnings("ignore", message=r"'hookviz\.doctor' found in sys\.modules", category=RuntimeWarning)
 
-__all__ = ["Verdict", "check", "doctor", "environment_report", "main"]
+__all__ = ["Verdict", "check", "doctor", "environment_report", "main", "release_warning"]
 
 PACKAGES = ("torch", "numpy", "matplotlib", "ipywidgets", "jupyterlab", "jupyterlab_widgets", "ipykernel", "nbval")
 #: What the course cannot run without.
 REQUIRED = ("torch", "numpy", "matplotlib", "ipywidgets")
 #: The torch version the stored outputs were made with.
-OUTPUTS_TORCH = "2.13.0"
+OUTPUTS_TORCH = releases.PINNED
 MIN_PYTHON = (3, 11)
-_TORCH_DIFFERENCES = (
-    "the stored outputs were made with torch {want}; on {have} the course still runs, but warning texts, "
-    "deprecation categories, some error messages and last digits of timings can differ from the stored "
-    "outputs, so `pytest --nbval` may report such cells"
-)
 
 
 @dataclass
@@ -115,7 +114,7 @@ def check(report: dict[str, str | None] | None = None, *, colab: bool | None = N
         )
     torch_version = report.get("torch")
     if torch_version is not None and torch_version.split("+")[0] != OUTPUTS_TORCH:
-        verdict.warnings.append(_TORCH_DIFFERENCES.format(want=OUTPUTS_TORCH, have=torch_version) + ".")
+        verdict.warnings.append(release_warning(torch_version))
     if colab:
         verdict.warnings.append(
             "on Colab: no `make` needed - run each notebook's first cell (it installs hookviz, keeping Colab's torch); "
@@ -124,6 +123,63 @@ def check(report: dict[str, str | None] | None = None, *, colab: bool | None = N
             "not show; save your work with File > Save a copy in Drive (a runtime reset loses it)."
         )
     return verdict
+
+
+def _section_list(differences: list[releases.Difference], version: str | None = None) -> str:
+    """One indented line per difference: the section, and what happens on ``version`` when given."""
+    return "".join(
+        f"\n  - {d.section}" + (f": {d.what} -> {d.row(version)[1]}" if version else "") for d in differences
+    )
+
+
+def _atlas_sections(version: str) -> tuple[str | None, list[str]]:
+    """The stored atlas for ``version`` and the notebook sections teaching entries that differ from the pin's."""
+    from hookviz import atlas  # imported here: the atlas imports torch.distributed, which doctor needs rarely
+
+    stored = atlas.stored_version_for(version)
+    if stored is None or atlas.stored_version_for(OUTPUTS_TORCH) is None:
+        return stored, []
+    changed = atlas.diff_atlases(atlas.load_snapshot(atlas.stored_version_for(OUTPUTS_TORCH)),
+                                 atlas.load_snapshot(stored))
+    links = atlas.teaching_links()
+    keys = [(old or new).key for old, new in changed]
+    return stored, sorted({links.get(key, f"16_hook_atlas.ipynb (entry {key[0]} / {key[1]})") for key in keys})
+
+
+def release_warning(version: str) -> str:
+    """What differs on torch ``version`` from the stored outputs, by notebook section (a warning's text)."""
+    base = version.split("+")[0]
+    span = f"{releases.OLDEST} to {releases.NEWEST}"
+    tested = ", ".join(f"{v} ({why})" for v, why in releases.TESTED.items())
+    try:
+        releases.minor(base)
+    except ValueError:
+        return f"torch {version} is not a release number this course knows; it is proven on {tested}."
+    if not releases.in_range(base):
+        return (
+            f"torch {version} is outside the releases this course supports ({span}; every notebook is proven on "
+            f"{tested}): notebooks may fail or show other outputs there, and notebook 16 has no stored hook atlas "
+            "for it. These sections teach behaviour that changes between releases:"
+            + _section_list(list(releases.DIFFERENCES.values()))
+        )
+    text = (
+        f"the stored outputs were made with torch {OUTPUTS_TORCH}; torch {version} is in the supported range "
+        f"({span}), so every notebook runs and its checks hold"
+    )
+    differing = releases.sections_that_differ(base)
+    if differing:
+        text += (
+            f". These sections behave differently on {base} than in the stored outputs (each cell prints a table "
+            f"by release and checks yours):{_section_list(differing, base)}\n"
+        )
+    stored, atlas_sections = _atlas_sections(base)
+    if stored is None:
+        text += f". Notebook 16 has no stored hook atlas for torch {base}: its §1 check stops there."
+    elif atlas_sections:
+        text += f". The hook atlas of {stored} differs from {OUTPUTS_TORCH}'s in: {', '.join(atlas_sections)}."
+    else:
+        text += f". The hook atlas of {stored} matches {OUTPUTS_TORCH}'s entry for entry."
+    return text.replace("\n.", "\n")
 
 
 def _print_verdict(verdict: Verdict) -> None:

@@ -63,10 +63,44 @@ def test_other_torch_is_a_warning_not_a_failure(fake_report, capsys):
     report = hookviz.doctor()  # must not raise
     assert report["torch"] == "2.14.1+cu130"
     out = capsys.readouterr().out
-    warning = next(line for line in out.splitlines() if line.startswith("WARNING:"))
-    assert "2.13.0" in warning and "2.14.1+cu130" in warning and "may report" in warning
+    warning = out[out.index("WARNING:"):out.index("READY: everything")]
+    assert "2.13.0" in warning and "2.14.1+cu130" in warning and "supported range" in warning
+    for difference in hookviz.releases.sections_that_differ("2.14.1"):
+        assert difference.section in warning
+    assert "The hook atlas of 2.14.1 matches 2.13.0's entry for entry" in warning
     assert "READY: everything" in out
     assert doctor_module.main(["--check"]) == 0
+
+
+def test_colabs_torch_names_the_sections_that_differ_there():
+    warning = doctor_module.release_warning("2.11.0")
+    differing = hookviz.releases.sections_that_differ("2.11.0")
+    assert differing, "Colab's torch differs from the pin somewhere the course teaches"
+    for difference in differing:
+        assert f"- {difference.section}: " in warning and difference.row("2.11.0")[1] in warning
+    unchanged = set(hookviz.releases.DIFFERENCES) - {d.key for d in differing}
+    for key in unchanged:
+        assert f"- {hookviz.releases.DIFFERENCES[key].section}:" not in warning or any(
+            d.section == hookviz.releases.DIFFERENCES[key].section for d in differing
+        )
+
+
+def test_a_release_outside_the_range_lists_every_release_dependent_section():
+    for version in ("2.7.1", "2.15.0"):
+        warning = doctor_module.release_warning(version)
+        assert "outside the releases this course supports (2.8 to 2.14" in warning
+        for difference in hookviz.releases.DIFFERENCES.values():
+            assert difference.section in warning
+
+
+def test_a_patch_release_without_its_own_atlas_uses_its_minor_releases(tmp_path):
+    from hookviz import atlas
+
+    assert atlas.stored_version_for("2.11.0+cu130") == "2.11.0"
+    assert atlas.stored_version_for("2.14.0") == "2.14.1"
+    assert atlas.stored_version_for("2.7.1") is None
+    assert "no stored hook atlas" not in doctor_module.release_warning("2.14.0")
+    assert "not a release number" in doctor_module.release_warning("nightly")
 
 
 def test_missing_packages_give_numbered_fixes_and_exit_one(fake_report, capsys):
