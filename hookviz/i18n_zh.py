@@ -952,8 +952,8 @@ MESSAGES: dict[str, str] = {
         "Dynamo 在 10 步里编译了 {} 个图：它为你的钩子所追加的列表的长度设置了守卫，所以每一步都重新编译"
         "（直到达到重新编译上限）。提示：用 torch.compiler.disable 包装这个钩子。"
     ),
-    "10 norms logged in 10 compiled steps, with the graph compiled once": (
-        "10 个编译后的训练步记录了 10 个范数，图只编译了一次"
+    "10 norms logged in 10 compiled steps, without compiling again at every step": (
+        "10 个编译后的训练步记录了 10 个范数，没有每一步都重新编译"
     ),
     # --- nb13 ----------------------------------------------------------------------------------------
     "frozen_gradcam should return a tensor, got {}": "frozen_gradcam 应返回张量，实际为 {}",

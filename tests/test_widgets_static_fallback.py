@@ -85,7 +85,7 @@ def test_displaying_a_widget_publishes_its_view_and_a_static_picture(name, publi
 
 
 def test_this_run_knows_which_ipywidgets_it_checks():
-    """The Colab-like run (make test-colab) must really be on ipywidgets 7, the main one on 8."""
+    """The Colab-true run (make test-colab) must really be on ipywidgets 7, the main one on 8."""
     assert IPYWIDGETS_MAJOR in (7, 8)
     assert hasattr(ipywidgets.Widget, "_repr_mimebundle_") == (IPYWIDGETS_MAJOR >= 8)
 
