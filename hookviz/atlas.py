@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import html
 import json
 import warnings
@@ -1085,6 +1086,7 @@ def write_snapshot(entries: list[Entry], directory: Path = SNAPSHOT_DIR) -> Path
     path = directory / f"atlas-torch-{version}.json"
     lines = ",\n".join(json.dumps(asdict(e), ensure_ascii=False) for e in entries)
     path.write_text(f"[\n{lines}\n]\n", encoding="utf-8")
+    _stored_versions_cached.cache_clear()
     return path
 
 
@@ -1130,9 +1132,15 @@ def diff_atlases(old: list[Entry], new: list[Entry]) -> list[tuple[Entry | None,
     return pairs
 
 
+@functools.lru_cache(maxsize=8)
+def _stored_versions_cached(directory: Path) -> tuple[str, ...]:
+    """:func:`stored_versions`, read once per folder (a table cell asks for it on every render and search)."""
+    return tuple(stored_versions(directory))
+
+
 def version_span(versions: list[str], directory: Path = SNAPSHOT_DIR) -> str:
     """``versions`` for a table cell: a run of consecutive stored versions as ``2.8.0–2.14.1``, others listed."""
-    stored = stored_versions(directory)
+    stored = list(_stored_versions_cached(directory))
     if len(versions) > 2 and all(v in stored for v in versions):
         first, last = stored.index(versions[0]), stored.index(versions[-1])
         if stored[first : last + 1] == list(versions):

@@ -33,13 +33,11 @@ __all__ = [
     "SNAPSHOT_RELEASES",
     "TESTED",
     "Difference",
-    "at_least",
     "differ",
     "expect_error",
     "expected",
     "in_range",
     "minor",
-    "running",
     "sections_that_differ",
     "show",
 ]
@@ -67,16 +65,6 @@ def minor(version: str | None = None) -> tuple[int, int]:
         return int(parts[0]), int(parts[1])
     except (IndexError, ValueError):
         raise ValueError(f"not a torch release: {text!r} (expected e.g. '2.11' or '2.11.0')") from None
-
-
-def running() -> str:
-    """The running torch release without its build label (``"2.11.0"``, not ``"2.11.0+cpu"``)."""
-    return torch.__version__.split("+")[0]
-
-
-def at_least(version: str) -> bool:
-    """True when the running torch is ``version``'s minor release or newer (``at_least("2.14")``)."""
-    return minor() >= minor(version)
 
 
 def in_range(version: str | None = None) -> bool:
@@ -277,8 +265,9 @@ def show(key: str) -> object:
         print("as the table says for the running release:", graphs_compiled() == graphs)
         assert graphs_compiled() == graphs
     """
-    print(DIFFERENCES[key].table() if key in DIFFERENCES else expected(key))
-    return expected(key)
+    value = expected(key)  # raises, naming the known keys, for an unknown one
+    print(DIFFERENCES[key].table())
+    return value
 
 
 def sections_that_differ(version: str | None = None, reference: str = PINNED) -> list[Difference]:
@@ -317,5 +306,6 @@ def markdown_table(notebooks: str = "notebooks/") -> str:
             f"**{span.split(' ', 1)[0]}**: {span.split(' ', 1)[1].strip()}" for span in spans
         ).replace("|", "\\|")
         link = f"[{name[:2]} #{anchor}]({notebooks}{name}.ipynb#{anchor})"
-        lines.append(f"| {link} | {difference.what.rstrip(':').replace('|', chr(92) + '|')} | {by_release} |")
+        what = difference.what.rstrip(":").replace("|", "\\|")
+        lines.append(f"| {link} | {what} | {by_release} |")
     return "\n".join(lines)

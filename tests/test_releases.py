@@ -156,3 +156,10 @@ def test_both_readmes_show_the_current_release_table():
         name, anchor = difference.section.split("#")
         assert f"(notebooks/{name}.ipynb#{anchor})" in (ROOT / "README.md").read_text(encoding="utf-8")
         assert f"(notebooks/zh/{name}.ipynb#{anchor})" in (ROOT / "README.zh.md").read_text(encoding="utf-8")
+
+
+def test_the_atlas_table_shows_a_run_of_consecutive_releases_as_a_span():
+    stored = atlas.stored_versions()
+    assert atlas.version_span(stored) == f"{stored[0]}–{stored[-1]}"
+    assert atlas.version_span([stored[0], stored[2], stored[3]]) == ", ".join([stored[0], stored[2], stored[3]])
+    assert atlas.version_span(["1.0", "9.9.9"]) == "1.0, 9.9.9"
