@@ -35,11 +35,22 @@ $(STAMP): pyproject.toml
 # on 00_start_here. Teachers: `make teacher-lab` opens the whole course folder, solutions and outputs included.
 lab: student-lab
 
+# The learners' JupyterLab: binder/overrides.json (no news pop-up, widget state saved, closing a tab ends its
+# kernel, no "last modified" column) and, until the learner changes it, binder/workspace.json (a file browser
+# wide enough for every notebook's whole name). The workspace lives in the venv: ~/.jupyter is not touched.
+LAB_WORKSPACES := $(VENV)/share/jupyter/lab/workspaces
+LAB_WORKSPACE_FILE := $(LAB_WORKSPACES)/default-37a8.jupyterlab-workspace
+define lab-settings
+	install -D -m 644 binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
+	test -e $(LAB_WORKSPACE_FILE) || install -D -m 644 binder/workspace.json $(LAB_WORKSPACE_FILE)
+endef
+LAB_DIRS := --LabApp.workspaces_dir=$(LAB_WORKSPACES)
+
 .PHONY: teacher-lab
 teacher-lab: setup
-	install -D -m 644 binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
-	@echo "Starting JupyterLab on notebooks/ (teacher copies, with solutions) and student/ - open the http://127.0.0.1:... URL it prints (Ctrl+C to stop)."
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_start_here.ipynb
+	$(lab-settings)
+	@echo "Starting JupyterLab on notebooks/ (teacher copies, with solutions) and student/: the http://127.0.0.1:... URL it prints opens notebooks/00_start_here.ipynb (Ctrl+C to stop)."
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(ROOT_FLAG) $(LAB_DIRS) $(LAB_ARGS) --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
 # Everything: lint, then exactly what users type (`pytest --nbval`: unit tests and every notebook), the
 # notebooks once more on PyTorch's generic CPU kernels, then JupyterLab in a real browser; then a summary of
@@ -171,9 +182,9 @@ student: setup
 
 # JupyterLab on the student copies only (made or refreshed first; edited copies are kept).
 student-lab: student
-	install -D -m 644 binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
-	@echo "Starting JupyterLab on student/ - open the http://127.0.0.1:... URL it prints (Ctrl+C to stop)."
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=student $(ROOT_FLAG) $(LAB_ARGS) student/00_start_here.ipynb
+	$(lab-settings)
+	@echo "Starting JupyterLab on student/: the http://127.0.0.1:... URL it prints opens 00_start_here.ipynb (Ctrl+C to stop)."
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=student $(ROOT_FLAG) $(LAB_DIRS) $(LAB_ARGS) --LabApp.default_url=/lab/tree/00_start_here.ipynb
 
 # A fresh student copy of one notebook (or several: NB="00 03", or NB=all); the learner's version moves to
 # student/backups/ first. Where there is no make or .venv (Binder, JupyterHub, conda), the same from the course

@@ -4,7 +4,8 @@ The capture core (:mod:`hookviz.capture`) owns hook lifetime; :mod:`hookviz.cata
 hook kind; :mod:`hookviz.hooks_table` lists and removes what is attached to a model;
 :mod:`hookviz.summarize` and :mod:`hookviz.render` turn captured tensors into statistics and pictures;
 :mod:`hookviz.widgets` shows them live; :mod:`hookviz.data` and :mod:`hookviz.models` ship the course's
-digits and its small trained CNN; :mod:`hookviz.doctor` checks the environment.
+digits and its small trained CNN; :func:`hookviz.check_setup` (module :mod:`hookviz.doctor`) checks
+the installation; :func:`hookviz.diagnose`, the hook doctor, checks the hooks on a model.
 """
 
 from hookviz import catalogue, releases
@@ -20,7 +21,7 @@ from hookviz.capture import (
 )
 from hookviz.data import load_digits
 from hookviz.diagnose import Diagnosis, DiagnosisError, Finding, diagnose
-from hookviz.doctor import doctor, environment_report
+from hookviz.doctor import check_setup, doctor, environment_report
 from hookviz.hooks_table import HookTable, list_hooks, remove_all_hooks
 from hookviz.i18n import get_language, set_language, tr
 from hookviz.models import DigitsCNN, accuracy, load_pretrained_cnn, make_digits_step, train_digits_cnn
@@ -62,6 +63,7 @@ __all__ = [
     "LayerRecord",
     "accuracy",
     "catalogue",
+    "check_setup",
     "expect_error",
     "capture",
     "diagnose",

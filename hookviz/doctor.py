@@ -1,6 +1,8 @@
-"""Environment check: versions of what the course needs, whether widgets can render, and a verdict.
+"""Setup check: versions of what the course needs, whether widgets can render, and a verdict.
 
-In a notebook, ``hookviz.doctor()`` prints a table and a verdict and returns the report. From a shell,
+In a notebook, ``hookviz.check_setup()`` prints a table and a verdict and returns the report
+(``hookviz.doctor()`` is the same function under its old name, kept for the workshop kits; the hook
+doctor that checks a model's hooks is :func:`hookviz.diagnose`). From a shell,
 ``python -m hookviz.doctor --check`` prints the same and exits 0 when the machine is READY, 1 when it is
 NOT READY (each problem comes with a numbered fix). A torch other than the one the stored outputs were
 made with is a WARNING, never a failure. Inside the supported range (:mod:`hookviz.releases`, 2.8 to 2.14)
@@ -26,7 +28,7 @@ from hookviz import releases
 # environment); this filter silences exactly that message, and nothing else.
 warnings.filterwarnings("ignore", message=r"'hookviz\.doctor' found in sys\.modules", category=RuntimeWarning)
 
-__all__ = ["Verdict", "check", "doctor", "environment_report", "main", "release_warning"]
+__all__ = ["Verdict", "check", "check_setup", "doctor", "environment_report", "main", "release_warning"]
 
 PACKAGES = ("torch", "numpy", "matplotlib", "ipywidgets", "jupyterlab", "jupyterlab_widgets", "ipykernel", "nbval")
 #: What the course cannot run without.
@@ -193,10 +195,11 @@ def _print_verdict(verdict: Verdict) -> None:
         print(f"  {number}. {problem}")
 
 
-def doctor() -> dict[str, str | None]:
+def check_setup() -> dict[str, str | None]:
     """Print :func:`environment_report` as a table, then READY or NOT READY with numbered fixes; return the report.
 
-    It never raises on a different torch version: that is a warning saying what may differ.
+    It never raises on a different torch version: that is a warning saying what may differ. To check the
+    hooks on a model instead, use :func:`hookviz.diagnose` (the hook doctor).
     """
     report = environment_report()
     width = max(map(len, report))
@@ -206,12 +209,17 @@ def doctor() -> dict[str, str | None]:
     return report
 
 
+def doctor() -> dict[str, str | None]:
+    """The old name of :func:`check_setup` (the workshop kits call ``hookviz.doctor()``): the same check."""
+    return check_setup()
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m hookviz.doctor [--check]``: print the report; with ``--check`` exit 0 if READY, else 1."""
     parser = argparse.ArgumentParser(prog="python -m hookviz.doctor", description="Is this machine ready?")
     parser.add_argument("--check", action="store_true", help="exit 0 when READY, 1 when NOT READY")
     args = parser.parse_args(argv)
-    report = doctor()
+    report = check_setup()
     return 0 if not args.check or check(report).ready else 1
 
 

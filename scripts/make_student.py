@@ -23,8 +23,9 @@ truth. A **student copy**:
   explanation into a ``<details>`` block to open after running the cells below;
 * drops the widget state the teacher run saved (``metadata.widgets``) and widget views from any output
   kept: a learner's kernel draws its own widgets, and the saved state only made the file large;
-* turns ``%xmode Minimal`` into ``%xmode Context``: the teacher notebooks keep stored errors to one line,
-  but a learner's own mistake must show the line where it failed;
+* leaves out ``%xmode Minimal`` (the teacher notebooks keep stored errors to one line): a student copy
+  shows short tracebacks instead (the lines of the learner's cells, library frames folded), turned on by
+  the cell below, and would only print an unexplained ``Exception reporting mode`` line;
 * gets one extra code cell right after the Colab guard that turns on soft checks
   (:func:`hookviz.exercises.soft_checks`): an unsolved check prints ``✗ <hint>`` instead of stopping
   "Run All", so a learner can replay the notebook past exercises they skipped;
@@ -171,8 +172,6 @@ _HEADING_VERDICT = re.compile(
     + r")\*\*.*)$"
 )
 _ZH_CHARS = re.compile(r"[\u4e00-\u9fff]")
-#: ``%xmode Minimal`` (one-line errors) as the teacher notebooks set it.
-_XMODE_MINIMAL = re.compile(r"^(\s*)%xmode\s+Minimal\s*$", re.MULTILINE)
 #: The course's install URL in the Colab guard, with the git ref it may already name.
 _INSTALL_URL = re.compile(r"git\+https://github\.com/hookviz/hookviz(?:@[A-Za-z0-9._/-]+)?")
 _BLOCK_START = re.compile(r"^(#{1,6}\s|<a id=)")
@@ -219,6 +218,26 @@ class CopyReport:
     kept: list[Path] = field(default_factory=list)  # the learner changed it: left untouched
     outdated: list[Path] = field(default_factory=list)  # kept, and the course's copy has changed since
     backups: list[Path] = field(default_factory=list)  # written by --reset
+    unchanged: list[Path] = field(default_factory=list)  # already the fresh copy: nothing to do
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def copy_summary(report: CopyReport, dst: Path) -> str:
+    """One line saying what happened to the notebooks in ``dst``, e.g. ``student/: 34 notebooks up to date``."""
+    def notebooks(paths: list[Path]) -> int:
+        return sum(1 for p in paths if p.suffix == ".ipynb")
+
+    parts = []
+    if notebooks(report.written):
+        parts.append(f"{_count(notebooks(report.written), 'notebook')} written")
+    if notebooks(report.unchanged):
+        parts.append(f"{_count(notebooks(report.unchanged), 'notebook')} already up to date")
+    if report.kept:
+        parts.append(f"{_count(len(report.kept), 'file')} you changed kept as they are")
+    return f"{dst}/: " + (", ".join(parts) if parts else "no notebooks")
 
 
 def _tags(cell: nbformat.NotebookNode) -> list[str]:
@@ -386,30 +405,60 @@ def wrap_comments(source: str, width: int = COMMENT_WIDTH) -> str:
 
 
 def learner_code(source: str) -> str:
-    """A code cell's errors as the student copy shows them: ``%xmode Minimal`` becomes ``%xmode Context``.
+    """A code cell as the student copy has it: the teacher's ``%xmode Minimal`` line left out.
 
-    The teacher notebooks store one-line errors (no traceback holding file paths); a learner's own
-    mistake must show where it failed. (The copy also wraps long comments: :func:`wrap_comments`.)
+    The teacher notebooks store one-line errors (no traceback holding file paths); a student copy shows
+    a learner's mistake as a short traceback with the line where it failed (the soft-checks cell turns
+    that on and its note says so). A comment about errors right above the ``%xmode`` line goes with it.
+    (The copy also wraps long comments: :func:`wrap_comments`.)
     """
-    return _XMODE_MINIMAL.sub(r"\1%xmode Context", source)
+    lines = source.split("\n")
+    kept: list[str] = []
+    for line in lines:
+        if _XMODE_MINIMAL.match(line):
+            if kept and kept[-1].lstrip().startswith("#") and _ABOUT_ERRORS.search(kept[-1]):
+                kept.pop()
+            continue
+        kept.append(line)
+    return "\n".join(kept).strip("\n") if len(kept) != len(lines) else source
 
 
-#: What a student copy adds under prose that explains ``%xmode Minimal`` (the code below it now says Context).
+#: The teacher notebooks' ``%xmode Minimal`` line, and what a comment right above it says when it is about it.
+_XMODE_MINIMAL = re.compile(r"^\s*%xmode\s+Minimal\s*$")
+_ABOUT_ERRORS = re.compile(r"error|traceback|fail|报错|错误", re.IGNORECASE)
+
+
+#: What a student copy adds under prose that explains ``%xmode Minimal`` (the code below no longer sets it).
 XMODE_NOTE = {
     "en": (
-        "**In this student copy** the cell below sets `%xmode Context` instead: when your own code fails, the "
-        "error shows the line that raised it; the frames inside PyTorch are folded into one line, so the cells "
-        "meant to fail show only a few lines more."
+        "**In this student copy** the cell below does not set `%xmode`: errors show as the note at the top of "
+        "this notebook says, with the lines of your cells that led to them and the frames inside PyTorch "
+        "folded into one line."
     ),
     "zh": (
-        "**在这份学生副本中**，下面的单元格改为设置 `%xmode Context`：你自己的代码出错时，报错会显示出错的那一行"
-        "；PyTorch 内部的调用帧折叠成一行，所以本来就应该失败的单元格也只多显示几行。"
+        "**在这份学生副本中**，下面的单元格不设置 `%xmode`：报错按本笔记本开头的说明显示——"
+        "列出导致错误的你自己单元格中的行，PyTorch 内部的调用帧折叠成一行。"
     ),
 }
 
 
+#: The teacher notebooks' pointer to the student copy ("Doing the exercises? Open your own copy, **`student/…`**
+#: (…).") and what the student copy, which *is* that copy, says instead.
+_OPEN_YOUR_COPY = (
+    re.compile(r"Doing the exercises\? Open your own copy,\s*(?:>\s*)?\*\*`student/[^`]*`\*\*\s*\([^()]*\)\."),
+    re.compile(r"要做练习？请打开你自己的副本\s*(?:>\s*)?\*\*`student/[^`]*`\*\*\s*（[^（）]*）。"),
+)
+THIS_IS_YOUR_COPY = {
+    "en": "This is your own copy: no solutions in it, and nothing you write here is ever overwritten.",
+    "zh": "这是你自己的副本：其中没有答案，你写在这里的内容永远不会被覆盖。",
+}
+
+
 def learner_markdown(markdown: str) -> str:
-    """A markdown cell's note for the student copy: prose about ``%xmode Minimal`` says what the copy does instead."""
+    """A markdown cell as the student copy has it: prose about ``%xmode Minimal`` says what the copy does
+    instead, and a pointer to "your own copy" says that this is it."""
+    markdown = _OPEN_YOUR_COPY[0].sub(THIS_IS_YOUR_COPY["en"], markdown)
+    markdown = _OPEN_YOUR_COPY[1].sub(THIS_IS_YOUR_COPY["zh"], markdown)
     if "%xmode Minimal" not in markdown:
         return markdown
     return markdown.rstrip("\n") + "\n\n" + XMODE_NOTE[_language(markdown)]
@@ -535,6 +584,7 @@ def _place(target: Path, key: str, data: bytes, manifest: dict[str, str], report
         current = _digest(target.read_bytes())
         if current == new:  # already the fresh copy
             manifest[key] = new
+            report.unchanged.append(target)
             return
         if manifest.get(key) != current:  # not what we wrote last time: the learner's work
             report.kept.append(target)
@@ -736,8 +786,7 @@ def main(argv: list[str] | None = None) -> int:
             f"course folder: {reset_command(args.src, args.dst, short)} - your version then moves to "
             f"{args.dst}/{BACKUPS}/)"
         )
-    notebooks = sum(1 for p in report.written if p.suffix == ".ipynb")
-    print(f"{notebooks} notebook{'s' if notebooks != 1 else ''} written, {len(report.kept)} kept in {args.dst}/")
+    print(copy_summary(report, args.dst))
     return 0
 
 

@@ -54,8 +54,9 @@ def test_repo2docker_reads_binder_folder_only():
     assert BINDER.is_dir() and not (REPO / ".binder").exists(), "binder/ and .binder/ together is an error"
     assert not (BINDER / "Dockerfile").exists(), "a Dockerfile would override the whole configuration"
     present = {p.name for p in BINDER.iterdir()}
-    # overrides.json is not a repo2docker file: postBuild and `make lab` copy it into JupyterLab's settings
-    allowed = {"environment.yml", "postBuild", "start", "README.md", "overrides.json"}
+    # overrides.json and workspace.json are not repo2docker files: postBuild and `make lab` copy them into
+    # JupyterLab's settings and workspaces
+    allowed = {"environment.yml", "postBuild", "start", "README.md", "overrides.json", "workspace.json"}
     assert present <= allowed, f"unexpected files: {present}"
 
 
@@ -127,9 +128,12 @@ def test_make_lab_uses_the_same_jupyterlab_defaults():
     """`make lab` (the learners' JupyterLab: it is `make student-lab`) and `make teacher-lab` install
     binder/overrides.json into the course's venv."""
     text = (REPO / "Makefile").read_text(encoding="utf-8")
+    settings = text.split("\ndefine lab-settings\n", 1)[1].split("\nendef\n", 1)[0]
+    assert "binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json" in settings
+    assert "binder/workspace.json $(LAB_WORKSPACE_FILE)" in settings
     for target in ("teacher-lab", "student-lab"):
         recipe = text.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
-        assert "binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json" in recipe, target
+        assert "$(lab-settings)" in recipe and "$(LAB_DIRS)" in recipe, target
     assert "\nlab: student-lab\n" in text, "make lab must open the student copies"
 
 
@@ -141,8 +145,13 @@ def _run_postbuild_with_fake_python(tmp_path: Path) -> tuple[list[str], Path]:
     fake.write_text(f'#!/bin/bash\nprintf "%s\\n" "$*" >> "{log}"\n', encoding="utf-8")
     fake.chmod(0o755)
     prefix = tmp_path / "prefix"
-    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", NB_PYTHON_PREFIX=str(prefix))
+    home = tmp_path / "home"
+    env = dict(
+        os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", NB_PYTHON_PREFIX=str(prefix), HOME=str(home)
+    )
     subprocess.run(["bash", str(BINDER / "postBuild")], cwd=REPO, env=env, check=True, timeout=60)
+    workspace = home / ".jupyter" / "lab" / "workspaces" / "default-37a8.jupyterlab-workspace"
+    assert workspace.read_text() == (BINDER / "workspace.json").read_text(), "the wide file browser on Binder too"
     return log.read_text(encoding="utf-8").splitlines(), prefix / "share" / "jupyter" / "lab" / "settings"
 
 
@@ -196,7 +205,10 @@ def test_postbuild_stops_on_the_first_error(tmp_path):
     bindir.mkdir()
     (bindir / "python").write_text("#!/bin/bash\nexit 3\n", encoding="utf-8")
     (bindir / "python").chmod(0o755)
-    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", NB_PYTHON_PREFIX=str(tmp_path))
+    env = dict(
+        os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", NB_PYTHON_PREFIX=str(tmp_path),
+        HOME=str(tmp_path / "home"),
+    )
     result = subprocess.run(["bash", str(BINDER / "postBuild")], cwd=REPO, env=env, timeout=60)
     assert result.returncode != 0, "a failed pip install must fail the Binder build"
     assert not (tmp_path / "share").exists()

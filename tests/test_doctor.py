@@ -1,4 +1,4 @@
-"""``hookviz.doctor``: a table, then READY or NOT READY with numbered fixes; a different torch only warns.
+"""``hookviz.check_setup`` (alias ``hookviz.doctor``): a table, then READY or NOT READY; another torch only warns.
 
 The report of this machine is replaced by made-up ones (monkeypatched) to reach every verdict without
 installing anything. The command line is run for real once (``python -m hookviz.doctor --check``).
@@ -140,6 +140,22 @@ def test_colab_advice_never_says_make(fake_report, monkeypatch, capsys):
     verdict = doctor_module.check()
     assert not verdict.ready
     assert "make" not in verdict.problems[0] and "Colab guard" in verdict.problems[0]
+
+
+def test_check_setup_is_the_name_and_doctor_its_alias(fake_report, capsys):
+    """The setup check has a name of its own; ``hookviz.doctor()`` (the workshop kits' command) still runs it."""
+    fake_report()
+    assert hookviz.check_setup() == hookviz.doctor()
+    out = capsys.readouterr().out
+    assert out.count("READY: everything the course needs is installed.") == 2
+    assert "check_setup" in hookviz.__all__ and "doctor" in hookviz.__all__
+    assert hookviz.diagnose is not hookviz.check_setup  # the hook doctor is another tool
+
+
+def test_python_dash_m_hookviz_checks_the_setup():
+    proc = subprocess.run([sys.executable, "-m", "hookviz", "--check"], capture_output=True, text=True)
+    assert proc.returncode == (0 if doctor_module.check().ready else 1), proc.stdout + proc.stderr
+    assert "torch" in proc.stdout and "READY" in proc.stdout
 
 
 def test_command_line_check_on_this_machine():

@@ -22,7 +22,9 @@ CHINESE = (REPO / "README.zh.md").read_text(encoding="utf-8")
 #: Every heading of README.md (level and text) and its Chinese form in README.zh.md.
 HEADINGS = {
     "# hookviz — learn every PyTorch hook, live": "# hookviz：边运行边学会 PyTorch 的每一种钩子",
-    "## Two commands": "## 两条命令",
+    "## Start learning": "## 开始学习",
+    "## Teaching a class": "## 教一个班",
+    "## Set up and test": "## 安装与测试",
     "## Check that every notebook still tells the truth: `pytest --nbval`": (
         "## 检查每个笔记本说的是否仍然属实：`pytest --nbval`"
     ),
@@ -60,10 +62,20 @@ def _sections(text: str) -> dict[str, str]:
     }
 
 
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: ``## A class on one JupyterHub`` -> ``a-class-on-one-jupyterhub``."""
+    return re.sub(r"[^\w\- ]", "", heading.lstrip("#").strip().lower()).replace(" ", "-")
+
+
 def zh_target(target: str) -> str:
     """Where the Chinese README should point for an English link: the zh notebook or student copy."""
     if target == "README.zh.md":
         return "README.md"
+    if target.startswith("#"):  # a section of the README: the same section of the Chinese one
+        for english, chinese in HEADINGS.items():
+            if _slug(english) == target[1:]:
+                return "#" + _slug(chinese)
+        return target
     return re.sub(r"(?<![\w/])((?:\S*/)?(?:notebooks|student))/(?!zh/)(?=[\w.]+\.(?:ipynb|md)\b)", r"\1/zh/", target)
 
 
@@ -156,6 +168,8 @@ def test_no_line_break_between_chinese_characters() -> None:
 def test_zh_target_maps_notebooks_and_student_copies() -> None:
     assert zh_target("notebooks/04_backward_hooks.ipynb") == "notebooks/zh/04_backward_hooks.ipynb"
     assert zh_target("notebooks/zh/") == "notebooks/zh/"
+    assert zh_target("#the-notebooks") == "#笔记本"
+    assert zh_target("#a-class-on-one-jupyterhub") == "#一个班级共用一台-jupyterhub"
     badge = "https://x/HEAD?urlpath=lab/tree/student/00_start_here.ipynb"
     assert zh_target(badge).endswith("student/zh/00_start_here.ipynb")
     assert zh_target("TEACHING.md") == "TEACHING.md"

@@ -222,10 +222,13 @@ def test_regenerating_never_overwrites_an_edited_copy(tmp_path, capsys):
     assert f"python scripts/make_student.py {src.as_posix()} {dst.as_posix()} --reset 01" in out
     assert "make reset" not in out
     assert "course's version has changed" in out
-    assert "1 notebook written, 2 kept" in out
+    assert "1 notebook written, 2 files you changed kept as they are" in out
 
-    # a third run changes nothing and still keeps the edit
+    # a third run changes nothing, says so, and still keeps the edit
     assert make_student.main([str(src), str(dst)]) == 0
+    out = capsys.readouterr().out
+    assert "1 notebook already up to date, 2 files you changed kept as they are" in out
+    assert "0 notebooks" not in out
     assert (dst / "01_tiny.ipynb").read_bytes() == edited
 
 
@@ -353,19 +356,24 @@ def test_widget_state_and_views_are_dropped(tmp_path):
 
 
 def test_learners_errors_show_where_they_failed():
-    """Student copies trade the teacher notebooks' one-line errors for ones that show the failing line."""
-    assert make_student.learner_code("import torch\n%xmode Minimal") == "import torch\n%xmode Context"
-    assert make_student.learner_code("%xmode Minimal\nx = 1") == "%xmode Context\nx = 1"
+    """Student copies show short tracebacks (their top cell) instead of the teacher notebooks' one-line errors,
+    and print no unexplained ``Exception reporting mode`` line."""
+    assert make_student.learner_code("import torch\n%xmode Minimal") == "import torch"
+    assert make_student.learner_code("%xmode Minimal\nx = 1") == "x = 1"
     assert make_student.learner_code("print('%xmode Minimal is set')") == "print('%xmode Minimal is set')"
     nb = _tiny_teacher_notebook()
     nb.cells[2].source = "x = 1\n%xmode Minimal"
     nb.cells[0].source = "# Title\n\n`%xmode Minimal` keeps errors to one line."
     student = make_student.make_student_notebook(nb)
-    assert student.cells[4].source == "x = 1\n%xmode Context"
+    assert student.cells[4].source == "x = 1"
+    assert "hookviz.exercises.short_tracebacks()" in student.cells[3].source
     assert student.cells[0].source.endswith(make_student.XMODE_NOTE["en"]), "the prose says what the copy does"
     zh = make_student.learner_markdown("导入模块。`%xmode Minimal` 让失败的单元只显示错误。")
     assert zh.endswith(make_student.XMODE_NOTE["zh"])
     assert make_student.make_presenter_notebook(nb).cells[2].source == "x = 1\n%xmode Minimal", "presenter as taught"
+    for path in sorted((REPO / "notebooks").glob("**/[0-9][0-9]_*.ipynb")):
+        copy_ = make_student.make_student_notebook(nbformat.read(path, as_version=4))
+        assert not any("%xmode" in c.source for c in copy_.cells if c.cell_type == "code"), path.name
 
 
 # ---------------------------------------------------------------- the make targets (dry runs, no server started)
@@ -387,12 +395,24 @@ def test_make_lab_opens_the_student_copies_and_teacher_lab_the_whole_course():
     lines = _make_dry_run("lab").splitlines()
     assert any("scripts/make_student.py notebooks student" in line for line in lines), "copies are made first"
     command = next(line for line in lines if "jupyter lab" in line)
-    assert "--ServerApp.root_dir=student" in command and command.rstrip().endswith("student/00_start_here.ipynb")
+    assert "--ServerApp.root_dir=student" in command
+    # the URL JupyterLab prints opens 00 (tests/browser/test_first_hour_browser.py opens it in Chromium)
+    assert "--LabApp.default_url=/lab/tree/00_start_here.ipynb" in command
     command = next(line for line in _make_dry_run("teacher-lab").splitlines() if "jupyter lab" in line)
     root = re.search(r"--ServerApp\.root_dir=(\S+)", command)
     root_dir = (REPO / (root.group(1) if root else ".")).resolve()
     assert (REPO / "student").resolve().is_relative_to(root_dir), command
     assert (REPO / "notebooks").resolve().is_relative_to(root_dir), command
+    assert "--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb" in command
+
+
+def test_the_student_copy_of_00_says_it_is_the_learners_own_copy():
+    """The teacher's 00 points to "your own copy, student/00_start_here.ipynb"; the student copy *is* that copy."""
+    for path, language in (("notebooks/00_start_here.ipynb", "en"), ("notebooks/zh/00_start_here.ipynb", "zh")):
+        teacher = nbformat.read(REPO / path, as_version=4)
+        assert "`student/00_start_here.ipynb`" in teacher.cells[0].source, "the teacher copy points to it"
+        box = make_student.make_student_notebook(teacher).cells[0].source
+        assert "student/" not in box and make_student.THIS_IS_YOUR_COPY[language] in box, box
 
 
 def test_the_student_folder_opens_on_a_readme_that_says_where_to_start(tmp_path):
@@ -832,3 +852,19 @@ def test_kit_links_point_at_existing_anchors(doc):
         assert path.exists(), f"{doc.name}: link to a missing file {target}"
         if anchor:
             assert anchor in _anchors(path), f"{doc.name}: no anchor #{anchor} in {path.name}"
+
+
+def test_make_lab_installs_a_workspace_under_the_name_jupyterlab_reads():
+    """binder/workspace.json (a file browser wide enough for whole names) is the *default* workspace only under
+    the file name JupyterLab derives from "default"; make lab keeps it in the venv, never in ~/.jupyter."""
+    from jupyterlab_server.workspaces_handler import slugify
+
+    dry_run = _make_dry_run("lab")
+    assert f"{slugify('default')}.jupyterlab-workspace" in dry_run
+    assert "--LabApp.workspaces_dir=.venv/share/jupyter/lab/workspaces" in dry_run
+    workspace = json.loads((REPO / "binder" / "workspace.json").read_text())
+    assert workspace["metadata"]["id"] == "default"
+    assert workspace["data"]["layout-restorer:data"]["relativeSizes"][0] >= 0.25
+    assert json.loads((REPO / "binder" / "overrides.json").read_text())[
+        "@jupyterlab/filebrowser-extension:browser"
+    ] == {"showLastModifiedColumn": False}

@@ -387,13 +387,28 @@ def checker(check: _Check) -> _Check:
 
 
 def learner_tracebacks(source: str) -> str:
-    """Turn the course's ``%xmode Minimal`` into ``%xmode Context`` in one cell's source (student copies).
+    """Leave the course's ``%xmode Minimal`` out of one cell's source (student copies).
 
-    The teacher notebooks use ``Minimal`` so that stored errors hold no file paths; a student copy has no
-    stored outputs, and its learner needs to see where their own code failed. Other lines are unchanged.
-    (``scripts/make_student.py``'s ``learner_code`` makes the same change; a test keeps the two equal.)
+    The teacher notebooks use ``Minimal`` so that stored errors hold no file paths. A student copy shows
+    errors as short tracebacks instead (:func:`short_tracebacks`, turned on by the cell the copy adds at
+    its top, whose note says so): the ``%xmode`` line would only print an unexplained
+    ``Exception reporting mode: ...`` line. A full-line comment right above it that talks about errors or
+    tracebacks goes with it. Other lines are unchanged. (``scripts/make_student.py``'s ``learner_code``
+    makes the same change; a test keeps the two equal.)
     """
-    return re.sub(r"^(\s*)%xmode\s+Minimal\s*$", r"\1%xmode Context", source, flags=re.MULTILINE)
+    lines = source.split("\n")
+    kept: list[str] = []
+    for line in lines:
+        if _XMODE_MINIMAL.match(line):
+            if kept and kept[-1].lstrip().startswith("#") and _ABOUT_ERRORS.search(kept[-1]):
+                kept.pop()
+            continue
+        kept.append(line)
+    return "\n".join(kept).strip("\n") if len(kept) != len(lines) else source
+
+
+_XMODE_MINIMAL = re.compile(r"^\s*%xmode\s+Minimal\s*$")
+_ABOUT_ERRORS = re.compile(r"error|traceback|fail|报错|错误", re.IGNORECASE)
 
 
 #: Feedback lines are wrapped here, at spaces: JupyterLab wraps a long stream line anywhere, even mid-word.

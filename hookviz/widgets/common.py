@@ -134,7 +134,7 @@ def restart_notice() -> widgets.HTML:
     css = (
         f"<style>.{RESTART_NOTICE_CLASS}{{display:none!important}}"
         f".{RESTART_NOTICE_CLASS}.{DISCONNECTED_CLASS}{{display:block!important;margin:4px 0;padding:6px 10px;"
-        "border-left:4px solid #e0a800;background:#fff8e1;color:#000}}"
+        "border-left:4px solid #e0a800;background:#fff8e1;color:#000}"
         f".{RESTART_NOTICE_CLASS}.{DISCONNECTED_CLASS}::before{{display:none!important}}</style>"
     )
     notice = widgets.HTML(f"{css}<div style='white-space:normal;line-height:1.4'>⚠ {escape(tr(RESTART_TEXT))}</div>")

@@ -1,0 +1,179 @@
+"""Rules that read the run as a whole: how often each module was called, which hooks fired, the backward pass."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from torch import nn
+
+from hookviz.diagnose.report import FROZEN, NOT_FIRING, clinic
+from hookviz.diagnose.rules import Rule, rule
+
+if TYPE_CHECKING:
+    from hookviz.diagnose.runner import Run
+
+GRADIENT_KINDS = ("backward_pre", "backward", "backward_legacy", "tensor", "post_accumulate_grad")
+MODULE_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "backward_legacy")
+
+
+@rule
+class FiresInBackward(Rule):
+    id = "fires-in-backward"
+    severity = "warning"
+    link = clinic(22)
+    fix = (
+        "record only outside backward (torch._C._current_graph_task_id() == -1), or clear the records before each step"
+    )
+    summary = "forward hooks fire again during backward (activation checkpointing recomputes the forward)"
+
+    def after(self, run: Run) -> None:
+        for site in run.sites:
+            if site.kind.phase == "forward" and site.calls_in_backward:
+                self.report(
+                    run,
+                    site.where,
+                    f"the {site.kind.name} hook {site.name} ran {site.calls - site.calls_in_backward} time(s) in the "
+                    f"forward and {site.calls_in_backward} more during backward(): activation checkpointing "
+                    "recomputes this module's forward, hooks included.",
+                )
+
+
+@rule
+class ModuleCalledTwice(Rule):
+    id = "module-called-twice"
+    severity = "warning"
+    link = clinic(16)
+    fix = "one module object per use (or record a list of calls)"
+    summary = "a module that carries hooks is called more than once in one forward"
+
+    def after(self, run: Run) -> None:
+        global_hooks = any(s.is_global and s.role in ("forward", "forward_pre") for s in run.sites)
+        for key, count in run.forward_calls.items():
+            if count < 2:
+                continue
+            module = run.modules[key]
+            own = run.module_sites(module)
+            if not own and not global_hooks:
+                continue  # a reused module without hooks (one ReLU for every block) is fine
+            name = run.names[key]
+            whose = "its hooks fire" if own else "the global hooks fire for it"
+            self.report(
+                run,
+                name,
+                f"{name} ({type(module).__name__}) is called {count} times in one forward: {whose} on every call, "
+                "and a record keyed by module keeps only the last call's.",
+            )
+
+
+@rule
+class HookNeverFires(Rule):
+    id = "hook-never-fires"
+    severity = "warning"
+    link = NOT_FIRING
+    fix = "hook a module that is called (see the module calls with hookviz.HookTimeline)"
+    summary = "hooks on a module the forward never calls (a container, MultiheadAttention.out_proj, a dead branch)"
+
+    def after(self, run: Run) -> None:
+        for key, module in run.modules.items():
+            sites = run.module_sites(module)
+            if not sites or key in run.forward_calls or key in run.backward_calls:
+                continue
+            name = run.names[key]
+            if isinstance(module, (nn.ModuleList, nn.ModuleDict)):
+                link, fix = clinic(17), "hook each element, or the module whose forward runs the loop"
+                why = f"{type(module).__name__} is a container that is never called"
+            elif any(isinstance(p, nn.MultiheadAttention) and p.out_proj is module for p in run.model.modules()):
+                link, fix = clinic(31), "hook self_attn itself (its output is (attended, weights))"
+                why = "MultiheadAttention hands out_proj's weights to a function and never calls out_proj"
+            else:
+                link, fix = self.link, self.fix
+                why = "the forward never called it (a direct .forward() call, a functional op or an unused branch)"
+            self.report(
+                run,
+                name,
+                f"the hooks on {name} ({', '.join(s.name for s in sites)}) never fired: {why}.",
+                fix=fix,
+                link=link,
+            )
+
+
+@rule
+class NoGradientReaches(Rule):
+    id = "no-gradient-reaches"
+    severity = "warning"
+    link = FROZEN
+    fix = "hook only the parts that get gradients (the trainable ones after the frozen part)"
+    summary = "a gradient hook never fires: the part it watches gets no gradient"
+
+    def after(self, run: Run) -> None:
+        if run.no_backward in ("output-none", "loss-fn") or run.backward_failed:
+            return  # not the model's doing (NoBackwardPass and LossCutsGraph say why), or backward stopped early
+        checkpoint_warning = any("None of the inputs have requires_grad" in w for w in run.warnings)
+        for site in run.sites:
+            if site.role not in GRADIENT_KINDS or site.calls or site.is_global:
+                continue
+            module = site.module
+            if module is not None and id(module) not in run.forward_calls:
+                continue  # already reported: the module never ran
+            if site.kind.name in ("tensor", "post_accumulate_grad") and not site.holder.requires_grad:
+                why = "the parameter does not require grad"
+            elif run.no_backward:
+                why = "no output of the model requires grad, so there was no backward pass"
+            else:
+                why = "no gradient reached it in backward()"
+            self.report(
+                run,
+                site.where,
+                f"the {site.kind.name} hook {site.name} never fired: {why}"
+                + (" (reentrant checkpointing cut this segment out of the graph)." if checkpoint_warning else "."),
+                fix="use torch.utils.checkpoint(..., use_reentrant=False)" if checkpoint_warning else self.fix,
+                link=clinic(30) if checkpoint_warning else self.link,
+            )
+
+
+def _unchecked(run: Run) -> str:
+    """Which gradient hooks a run without backward could not check."""
+    hooked = [s.where for s in run.sites if s.role in GRADIENT_KINDS and not s.is_global]
+    if not hooked:
+        return "(no gradient hook is attached, so none was left unchecked)"
+    return f"(the gradient hooks at {', '.join(dict.fromkeys(hooked))} were not checked)"
+
+
+@rule
+class NoBackwardPass(Rule):
+    id = "no-backward-pass"
+    severity = "info"
+    link = NOT_FIRING
+    fix = "return the result from forward() (return self.result), or give diagnose() the model whose forward does"
+    summary = "the forward returned None: the checks that need a backward pass could not run"
+
+    def after(self, run: Run) -> None:
+        if run.no_backward == "output-none":
+            self.report(
+                run,
+                "backward",
+                "the model's forward returned None, so no backward pass could run: the forward checks ran, the "
+                f"gradient checks could not {_unchecked(run)}.",
+            )
+
+
+@rule
+class LossCutsGraph(Rule):
+    id = "loss-fn-cuts-graph"
+    severity = "warning"
+    link = FROZEN
+    fix = (
+        "give loss_fn= a differentiable loss (cross_entropy(out, y), out.pow(2).mean()): no argmax, .detach(), "
+        ".item() or torch.no_grad() inside it"
+    )
+    summary = "the loss_fn given to diagnose() returns a tensor without gradient while the model's output has one"
+
+    def after(self, run: Run) -> None:
+        if run.no_backward == "loss-fn":
+            self.report(
+                run,
+                "loss_fn",
+                "the model's output requires grad, but the loss_fn you gave returns a tensor that does not (argmax, "
+                "detach, .item() or no_grad inside it): your loss_fn cut the graph, not the model, so no backward "
+                f"pass could run {_unchecked(run)}.",
+            )

@@ -1,0 +1,105 @@
+"""Rules that look at what the hooks stored during the run (in their closures, globals, objects, partials)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from hookviz.diagnose import code
+from hookviz.diagnose.report import CLONE_DETAIL, MEMORY, clinic
+from hookviz.diagnose.rules import Rule, rule
+
+if TYPE_CHECKING:
+    from hookviz.diagnose.runner import Call, Run, Site
+
+
+def _new(run: Run, site: Site) -> list[Tensor]:
+    """The tensors the hook can reach now and could not before the run (read once per run and hook)."""
+    if id(site) not in run.stored_after:
+        before = run.stored_before.get(id(site), set())
+        run.stored_after[id(site)] = [t for i, t in code.reachable_tensors(site.hook).items() if i not in before]
+    return run.stored_after[id(site)]
+
+
+@rule
+class StoresParameterView(Rule):
+    id = "stores-parameter-view"
+    severity = "warning"
+    link = clinic(20)
+    fix = "store weight.detach().clone()"
+    summary = "a hook stores a parameter without a copy: every snapshot equals the final value"
+
+    def stored(self, run: Run) -> None:
+        storages = {}
+        for name, param in run.model.named_parameters():
+            if param.device.type != "meta":
+                storages[param.untyped_storage().data_ptr()] = name
+        for site in run.sites:
+            shared = [
+                storages[t.untyped_storage().data_ptr()]
+                for t in _new(run, site)
+                if not t.is_nested and t.device.type != "meta" and t.untyped_storage().data_ptr() in storages
+            ]
+            if shared:
+                self.report(
+                    run,
+                    site.where,
+                    f"the hook {site.name} stores {shared[0]} without a copy (weight.detach() shares its memory): the "
+                    "optimizer updates it in place, so every stored snapshot will equal the final value.",
+                )
+
+
+@rule
+class StoredGraph(Rule):
+    id = "stored-graph"
+    severity = "warning"
+    link = MEMORY
+    fix = "store output.detach() (and .cpu() for long runs)"
+    summary = "a hook stores a tensor that is still part of the autograd graph (memory grows every step)"
+
+    def stored(self, run: Run) -> None:
+        for site in run.sites:
+            if any(t.grad_fn is not None for t in _new(run, site)):
+                self.report(
+                    run,
+                    site.where,
+                    f"the hook {site.name} stores a tensor that is still part of the autograd graph: it keeps the "
+                    "graph (and its saved activations) alive as long as you keep it, and memory grows every step.",
+                )
+
+
+@rule
+class StoredOutputEditedLater(Rule):
+    id = "stored-output-edited"
+    severity = "warning"
+    link = CLONE_DETAIL
+    fix = "store output.detach().clone() (detach() alone shares the output's memory)"
+    summary = "a hook stores output.detach(), and a later in-place operation (ReLU(inplace=True), +=) edits it"
+
+    def call(self, run: Run, call: Call) -> None:
+        if call.site.role == "forward" and call.error is None:
+            seen = run.notes.setdefault(self.id, {})
+            seen.setdefault(id(call.site), []).extend((t, t._version) for t, _ in call.received)
+
+    def stored(self, run: Run) -> None:
+        seen = run.notes.get(self.id, {})
+        for site in run.sites:
+            outputs = seen.get(id(site))
+            if not outputs:
+                continue
+            edited = {t.untyped_storage().data_ptr() for t, version in outputs if t._version != version and _plain(t)}
+            stored = [t for t in _new(run, site) if t.grad_fn is None and _plain(t)]
+            if any(t.untyped_storage().data_ptr() in edited for t in stored):
+                self.report(
+                    run,
+                    site.where,
+                    f"the hook {site.name} stores the output without a copy (output.detach() shares its memory), and "
+                    "an in-place operation after the module (ReLU(inplace=True), out += identity) edits that memory: "
+                    "the stored activation is not what the module returned.",
+                )
+
+
+def _plain(t: Tensor) -> bool:
+    return not t.is_nested and t.device.type != "meta" and t.layout == torch.strided
