@@ -138,7 +138,8 @@ def _pick(select: Any, prefer: str | None = None) -> str:
     """Choose ``prefer`` in a <select> if it offers it, else the option after the current one; return the choice."""
     options = select.locator("option").all_inner_texts()
     current = select.evaluate("e => e.options[e.selectedIndex] ? e.options[e.selectedIndex].text : ''")
-    choice = prefer if prefer in options else options[(options.index(current) + 1) % len(options)]
+    preferred = [o for o in options if prefer and o.split(" ")[0] == prefer]  # labels may add type and shape
+    choice = preferred[0] if preferred else options[(options.index(current) + 1) % len(options)]
     select.select_option(label=choice)
     return choice
 
