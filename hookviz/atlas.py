@@ -35,6 +35,7 @@ import copy
 import functools
 import html
 import json
+import operator
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -854,6 +855,11 @@ def probe(kind: str, situation: Situation) -> Entry:
     rig = rig_for(kind)
     if rig is None:
         raise ValueError(f"{kind!r} has no rig; its entries come from run_atlas()")
+    if not isinstance(situation, Situation):
+        raise TypeError(
+            f"probe: situation must be a Situation, not {situation!r}; pick one of "
+            f"hookviz.atlas.situations(hookviz.atlas.rig_for({kind!r})) (each has a .name)"
+        )
     study = _Recorder(rig.passthrough)
     result, error = _run_situation(rig, situation, study)
     returns = NOT_APPLICABLE
@@ -955,7 +961,11 @@ def run_atlas(kinds: list[str] | None = None) -> list[Entry]:
 
     Deprecation warnings raised by the probes are swallowed (the atlas records behaviour, not warnings).
     """
-    names = list(HOOK_KINDS) if kinds is None else kinds
+    if isinstance(kinds, str):
+        kinds = [kinds]  # one kind's name, as run_atlas("forward")
+    if kinds is not None and not isinstance(kinds, (list, tuple)):
+        raise TypeError(f"run_atlas: kinds must be a list of hook kind names (or None for all), not {kinds!r}")
+    names = list(HOOK_KINDS) if kinds is None else list(kinds)
     for name in names:
         hook_kind(name)
     entries: list[Entry] = []
@@ -1066,6 +1076,11 @@ def teaching_links(extra: dict[tuple[str, str], str] | None = None) -> dict[tupl
 
     An entry that an earlier notebook teaches keeps that link; notebook 16's own sections fill in the rest.
     """
+    if extra is not None and not isinstance(extra, dict):
+        raise TypeError(
+            f"teaching_links: extra must be a dict {{(kind, situation): 'notebook.ipynb#anchor'}} (or None), "
+            f"not {type(extra).__name__}"
+        )
     links = {key: "{}.ipynb#{}".format(*target.split("#")) for key, target in TAUGHT.items()}
     links.update({key: "{}.ipynb#{}".format(*target.split("#")) for key, target in TAUGHT_HERE.items()
                   if key not in TAUGHT})
@@ -1090,8 +1105,22 @@ def write_snapshot(entries: list[Entry], directory: Path = SNAPSHOT_DIR) -> Path
     return path
 
 
+def _check_version(version: Any, who: str, directory: Path) -> str:
+    """``version`` when it is a version string; a clear ``TypeError`` naming the stored versions otherwise."""
+    if not isinstance(version, str):
+        stored = stored_versions(directory)
+        example = stored[-1] if stored else torch_version()
+        hint = closest_hint(str(version), stored) if isinstance(version, (int, float)) else ""
+        raise TypeError(
+            f"{who}: version must be a torch version string such as {example!r}, not {version!r}{hint}; "
+            f"stored: {stored} (hookviz.atlas.torch_version() is the running one)"
+        )
+    return version
+
+
 def load_snapshot(version: str, directory: Path = SNAPSHOT_DIR) -> list[Entry]:
     """The stored atlas of torch ``version``; a clear error naming the stored versions when there is none."""
+    _check_version(version, "load_snapshot", directory)
     path = directory / f"atlas-torch-{version}.json"
     if not path.exists():
         stored = sorted(p.stem.removeprefix("atlas-torch-") for p in directory.glob("atlas-torch-*.json"))
@@ -1113,7 +1142,7 @@ def stored_version_for(version: str, directory: Path = SNAPSHOT_DIR) -> str | No
 
     Every patch release of a minor release is expected to behave as the stored one (``2.12.0`` as ``2.12.1``).
     """
-    version = version.split("+")[0]
+    version = _check_version(version, "stored_version_for", directory).split("+")[0]
     stored = stored_versions(directory)
     if version in stored:
         return version
@@ -1123,6 +1152,12 @@ def stored_version_for(version: str, directory: Path = SNAPSHOT_DIR) -> str | No
 
 def diff_atlases(old: list[Entry], new: list[Entry]) -> list[tuple[Entry | None, Entry | None]]:
     """The entries whose outcome differs between two atlases (or exist in only one), as (old, new) pairs."""
+    for name, entries in (("old", old), ("new", new)):
+        if not isinstance(entries, list) or not all(isinstance(e, Entry) for e in entries):
+            raise TypeError(
+                f"diff_atlases: {name} must be a list of Entry (what load_snapshot(version) or run_atlas() returns), "
+                f"not {type(entries).__name__}"
+            )
     before, after = entries_by_key(old), entries_by_key(new)
     pairs = []
     for key in list(before) + [k for k in after if k not in before]:
@@ -1154,6 +1189,17 @@ def merge_versions(atlases: dict[str, list[Entry]]) -> list[tuple[Entry, list[st
     An entry that behaves the same in every version gives one row listing them all; one that changed
     gives a row per outcome.
     """
+    if not isinstance(atlases, dict):
+        raise TypeError(
+            f"merge_versions needs a dict {{version: entries}}, not {type(atlases).__name__}; e.g. "
+            "merge_versions({v: load_snapshot(v) for v in stored_versions()})"
+        )
+    for version, entries in atlases.items():
+        if not isinstance(entries, list) or not all(isinstance(e, Entry) for e in entries):
+            raise TypeError(
+                f"merge_versions: the value for {version!r} must be a list of Entry (what load_snapshot({version!r}) "
+                f"or run_atlas() returns), not {type(entries).__name__}"
+            )
     rows: list[tuple[Entry, list[str]]] = []
     index: dict[tuple[tuple[str, str], tuple[Any, ...]], int] = {}
     for version, entries in atlases.items():
@@ -1180,7 +1226,9 @@ class AtlasTable:
     ``rows`` are ``(entry, versions)`` pairs (:func:`merge_versions`); ``teaches`` maps
     ``(kind, situation)`` to the notebook section that teaches it
     (``"05_lifetime_and_global_hooks.ipynb#hook-raises"``). ``query`` matches any column,
-    case-insensitively, all words; ``kind`` and ``category`` are ``"all"`` or one value.
+    case-insensitively, all words; ``kind`` and ``category`` are ``"all"`` or one value. The
+    constructor checks its arguments as :meth:`set` does: a typo in a filter is an error naming the
+    closest values, never an empty table.
     """
 
     rows: list[tuple[Entry, list[str]]]
@@ -1188,6 +1236,17 @@ class AtlasTable:
     query: str = ""
     kind: str = "all"
     category: str = "all"
+
+    def __post_init__(self) -> None:
+        self.rows = _check_rows(self.rows)
+        if not isinstance(self.teaches, dict):
+            raise TypeError(
+                f"AtlasTable: teaches must be a dict {{(kind, situation): 'notebook.ipynb#anchor'}}, not "
+                f"{type(self.teaches).__name__}; e.g. teaches=hookviz.atlas.teaching_links()"
+            )
+        query, kind, category = self.query, self.kind, self.category
+        self.query, self.kind, self.category = "", "all", "all"
+        self.set(query=query, kind=kind, category=category)  # the same checks as a later set()
 
     def kinds(self) -> list[str]:
         """The kinds present, in catalogue order, after ``"all"``."""
@@ -1210,15 +1269,29 @@ class AtlasTable:
                 self.link(entry)]
 
     def set(self, *, query: str | None = None, kind: str | None = None, category: str | None = None) -> None:
-        """Change the filters; an unknown kind or category is a clear ``ValueError``."""
+        """Change the filters (``None`` keeps one as it is); an unknown kind or category is a clear ``ValueError``.
+
+        Every argument is checked before any filter changes: a refused call leaves the table as it was.
+        """
+        if query is not None and not isinstance(query, str):
+            raise TypeError(f"query must be a string (the words to search for), not {query!r}; e.g. query='deepcopy'")
         if kind is not None:
+            if not isinstance(kind, str):
+                raise TypeError(
+                    f"kind must be a hook kind's name (a string such as 'forward') or 'all', not {kind!r}; "
+                    "the kinds present are table.kinds()"
+                )
             if kind not in self.kinds():
                 raise ValueError(f"kind={kind!r} is not in the atlas{closest_hint(kind, self.kinds())}")
-            self.kind = kind
         if category is not None:
+            if not isinstance(category, str):
+                raise TypeError(f"category must be one of {self.categories()} (a string), not {category!r}")
             if category not in self.categories():
                 hint = closest_hint(category, self.categories())
                 raise ValueError(f"category={category!r} is not one of {self.categories()}{hint}")
+        if kind is not None:
+            self.kind = kind
+        if category is not None:
             self.category = category
         if query is not None:
             self.query = query
@@ -1241,10 +1314,11 @@ class AtlasTable:
         if not target:
             return ""
         label = target.replace(".ipynb", "")
-        return f'<a href="{html.escape(target)}">{html.escape(label)}</a>'
+        return f'<a href="{html.escape(target)}" style="{LINK_STYLE}">{html.escape(label)}</a>'
 
     def to_html(self, limit: int | None = None) -> str:
         """The visible rows as an HTML table (the question as each situation's tooltip)."""
+        limit = _check_limit(limit, "to_html")
         rows = self.visible()
         head = "".join(f"<th>{c}</th>" for c in COLUMNS)
         body = []
@@ -1255,8 +1329,9 @@ class AtlasTable:
             parts.append(f"<td>{self._link_html(cells[-1])}</td>")
             body.append("<tr>" + "".join(parts) + "</tr>")
         more = "" if limit is None or len(rows) <= limit else f"<p>… {len(rows) - limit} more rows</p>"
-        return (f"<p>{len(rows)} of {len(self.rows)} rows</p><table><thead><tr>{head}</tr></thead>"
-                f"<tbody>{''.join(body)}</tbody></table>{more}")
+        # The table scrolls sideways inside its own box instead of being cut off at the notebook's right edge.
+        return (f"<p>{len(rows)} of {len(self.rows)} rows</p><div style=\"{TABLE_BOX_STYLE}\"><table>"
+                f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{more}")
 
     def to_markdown(self) -> str:
         """The visible rows as a Markdown table (for a static view, e.g. nbviewer or GitHub)."""
@@ -1269,20 +1344,74 @@ class AtlasTable:
         return "\n".join(lines)
 
 
+#: Links in the atlas table look like links (JupyterLab draws a widget's links black and without underline).
+LINK_STYLE = "color:#1565c0;text-decoration:underline"
+#: The table's box: as wide as the output area, scrolling sideways when the table is wider.
+TABLE_BOX_STYLE = "max-width:100%;overflow-x:auto"
+
+
+def _check_rows(rows: Any) -> list[tuple[Entry, list[str]]]:
+    """``rows`` as a list of ``(entry, versions)`` pairs; a clear ``TypeError`` saying how to build them otherwise."""
+    build = "build them with hookviz.atlas.merge_versions({version: entries})"
+    if not isinstance(rows, (list, tuple)):
+        raise TypeError(
+            f"AtlasTable: rows must be a list of (entry, versions) pairs, not {type(rows).__name__}; {build}"
+        )
+    rows = list(rows)
+    for row in rows:
+        if isinstance(row, Entry):
+            raise TypeError(
+                "AtlasTable: rows must be (entry, versions) pairs, got Entry objects (what load_snapshot() and "
+                f"run_atlas() return); {build}, e.g. AtlasTable(merge_versions({{{row.torch!r}: entries}}))"
+            )
+        if not (
+            isinstance(row, tuple)
+            and len(row) == 2
+            and isinstance(row[0], Entry)
+            and isinstance(row[1], (list, tuple))
+            and all(isinstance(v, str) for v in row[1])
+        ):
+            raise TypeError(f"AtlasTable: rows must be (entry, versions) pairs, got {summarize(row)}; {build}")
+    return rows
+
+
+def _check_limit(limit: Any, who: str) -> int | None:
+    """``limit`` as a number of rows (``None``: every row); a clear error for a negative number or a non-number."""
+    if limit is None:
+        return None
+    try:
+        if isinstance(limit, bool):
+            raise TypeError
+        value = operator.index(limit)
+    except TypeError:
+        raise TypeError(f"{who}: limit must be a whole number of rows (or None for every row), not {limit!r}") from None
+    if value < 0:
+        raise ValueError(f"{who}: limit must be 0 or more rows (or None for every row), not {value}")
+    return value
+
+
 class AtlasWidget:
     """The thin ipywidgets view over an :class:`AtlasTable`: a search box, two dropdowns and the HTML table.
 
     Every control only calls :meth:`AtlasTable.set` and re-renders :meth:`AtlasTable.to_html`, so a test
     can drive the view headless (set ``query.value``, read ``view.value``). Shown in a notebook, its
-    plain-text form is one short line, so the stored output does not repeat the table.
+    plain-text form is one short line, so the stored output does not repeat the table. :meth:`close`
+    closes every control; running the same notebook cell again closes the widget its earlier run made.
     """
 
-    def __init__(self, table: AtlasTable, limit: int = 60) -> None:
+    def __init__(self, table: AtlasTable, limit: int | None = 60) -> None:
         import ipywidgets as widgets
 
         from hookviz.i18n import tr
+        from hookviz.widgets.common import previous_from_same_place
 
-        self.table, self.limit = table, limit
+        if not isinstance(table, AtlasTable):
+            raise TypeError(
+                f"atlas_widget needs an AtlasTable, not {type(table).__name__}; e.g. "
+                "atlas_widget(AtlasTable(merge_versions({v: load_snapshot(v) for v in stored_versions()})))"
+            )
+        self._closed = False
+        self.table, self.limit = table, _check_limit(limit, "atlas_widget")
         self.query = widgets.Text(value=table.query, placeholder=tr("e.g. deepcopy forward"),
                                   description=tr("search"))
         self.kind = widgets.Dropdown(options=table.kinds(), value=table.kind, description=tr("kind"))
@@ -1292,13 +1421,40 @@ class AtlasWidget:
         for control in (self.query, self.kind, self.category):
             control.observe(self.refresh, names="value")
         self.box = widgets.VBox([widgets.HBox([self.query, self.kind, self.category]), self.view])
+        previous = previous_from_same_place("AtlasWidget", self, outside_ipython=False)
+        if previous is not None:  # the same notebook cell run again: its earlier widget is not shown any more
+            previous.close()
 
     def refresh(self, _: Any = None) -> None:
         """Copy the controls into the table and re-render it."""
+        if self._closed:
+            return
         self.table.set(query=self.query.value, kind=self.kind.value, category=self.category.value)
         self.view.value = self.table.to_html(self.limit)
 
+    def close(self) -> None:
+        """Close the controls and the view (ipywidgets keeps every open widget) and stop observing them.
+
+        Re-running the cell that made the widget closes the earlier one the same way. Safe to call twice.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        from hookviz.widgets.common import close_tree
+
+        for control in (self.query, self.kind, self.category):
+            control.unobserve(self.refresh, names="value")
+        self.view.value = ""  # a closed widget kept in the notebook's output history holds no table
+        close_tree(self.box)
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed
+
     def __repr__(self) -> str:
+        if self._closed:
+            return "AtlasWidget(closed)"
         return (f"AtlasWidget({len(self.table.rows)} rows, query={self.table.query!r}, kind={self.table.kind!r}, "
                 f"category={self.table.category!r})")
 
@@ -1306,10 +1462,12 @@ class AtlasWidget:
         """The live view and a one-line text; built by hookviz, so it works under ipywidgets 7 (Colab) and 8."""
         from hookviz.widgets.common import widget_bundle
 
+        if self._closed:
+            return {"text/plain": repr(self)}
         return widget_bundle(self.box, repr(self))
 
 
-def atlas_widget(table: AtlasTable, limit: int = 60) -> AtlasWidget:
+def atlas_widget(table: AtlasTable, limit: int | None = 60) -> AtlasWidget:
     """The searchable view of ``table`` (:class:`AtlasWidget`), showing at most ``limit`` rows at a time."""
     return AtlasWidget(table, limit)
 

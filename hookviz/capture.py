@@ -15,6 +15,7 @@ Two entry points:
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -108,6 +109,8 @@ class HookGroup:
         PyTorch's registration call (``prepend=True``, ``with_kwargs=True`` ...).
         """
         info = kind if isinstance(kind, HookKind) else hook_kind(kind)
+        if not callable(hook):
+            raise TypeError(f"the hook must be a function (called when the {info.name!r} hook fires), not {hook!r}")
         if not info.returns_handle:
             raise ValueError(
                 f"{info.register} returns no handle ({info.storage}); use it directly "
@@ -217,6 +220,8 @@ def register(module: nn.Module, kind: str, hook: Callable[..., Any], *, key: str
     """
     if not isinstance(module, nn.Module):
         raise TypeError(f"register() needs an nn.Module, got {type(module).__name__}")
+    if not isinstance(key, str):
+        raise TypeError(f"register(): key must be a string naming the hook (e.g. key='show-fc'), not {key!r}")
     info = hook_kind(_REGISTER_ALIASES.get(kind, kind))
     if info.target != "module":
         raise ValueError(
@@ -266,10 +271,11 @@ def resolve_layers(
                 _refuse_second_name(model, named, name)
                 hint = closest_hint(name, named)
                 raise KeyError(f"no layer named {name!r} in {type(model).__name__}{hint}")
-        chosen = {name: named[name] for name in named if name in set(layers)}
+        chosen_names = set(layers)
+        chosen = {name: module for name, module in named.items() if name in chosen_names}
     else:
-        chosen = {name: mod for name, mod in named.items() if name and not list(mod.children())}
-        if not chosen and not list(model.children()):
+        chosen = {name: mod for name, mod in named.items() if name and next(mod.children(), None) is None}
+        if not chosen and next(model.children(), None) is None:
             chosen = {"": model}  # a model that is a single leaf module
     if types is not None:
         chosen = {name: mod for name, mod in chosen.items() if isinstance(mod, types)}
@@ -345,6 +351,25 @@ def _count_nonfinite(value: Any) -> tuple[int, int]:
     return nan, inf
 
 
+def _no_grad_note() -> str:
+    """Why a layer's output does not require grad, for its notes."""
+    why = "torch.no_grad() or inference mode" if not torch.is_grad_enabled() else "nothing before it requires grad"
+    return f"no gradients: the output does not require grad ({why})"
+
+
+def _check_call(record: LayerRecord, call: Any) -> int:
+    """``call`` as an index into ``record``'s calls (negative counts from the last); a clear error otherwise."""
+    try:
+        if isinstance(call, bool):
+            raise TypeError
+        call = operator.index(call)
+    except TypeError:
+        raise TypeError(f"call must be a whole number (a call index, -1 for the last), not {call!r}") from None
+    if not -record.calls <= call < record.calls:
+        raise IndexError(f"layer {record.name!r} was called {record.calls} time(s); there is no call {call}")
+    return call
+
+
 @dataclass
 class LayerRecord:
     """Everything captured for one layer: one entry per call of the module.
@@ -417,8 +442,8 @@ class Capture:
         self.stop()  # a second start() replaces this capture's own hooks, never stacks them
         group = HookGroup(self.model, key=self.key)
         try:
-            for name, module in self.layers.items():
-                group.register(module, "forward", self._make_forward_hook(name))
+            for name, module in self.layers.items():  # forward hooks on modules: registered directly (cheap)
+                group.add(module.register_forward_hook(self._make_forward_hook(name)))
         except BaseException:
             group.remove()
             raise
@@ -457,14 +482,33 @@ class Capture:
         t = t.detach()
         if self.reduce is not None:
             return self.reduce(t)
+        if t.is_meta:
+            raise ValueError(
+                "capture: a captured layer's output or gradient is on the meta device (shapes only, no values), "
+                f"so there is nothing to capture; pass real inputs and {_META_FIX}"
+            )
         # copy=True: a following in-place op (ReLU(inplace=True)) must not change what we stored.
         return t.to("cpu", copy=True) if self.copy else t.cpu()
 
     def _make_forward_hook(self, name: str) -> Callable[..., None]:
         record = self.records[name]
 
+        activations, gradients, order = record.activations, record.gradients, self.forward_order
+        keep, make_grad_hook = self._keep, self._make_grad_hook
+
         def forward_hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
-            call = len(record.activations)
+            call = len(activations)
+            if isinstance(output, Tensor):  # the common case, kept short: it runs for every layer of every step
+                activations.append(keep(output))
+                gradients.append(None)
+                order.append((name, call))
+                if not self.grads:
+                    return
+                if output.requires_grad:
+                    output.register_hook(make_grad_hook(record, call, (), None))
+                else:
+                    record.note(_no_grad_note())
+                return
             tensors = list(iter_tensors(output))
             if not tensors:
                 record.note(f"output of type {type(output).__name__} holds no tensor; nothing captured")
@@ -475,12 +519,7 @@ class Capture:
                 return
             needs_grad = [(path, t) for path, t in tensors if t.requires_grad]
             if tensors and not needs_grad:
-                why = (
-                    "torch.no_grad() or inference mode"
-                    if not torch.is_grad_enabled()
-                    else ("nothing before it requires grad")
-                )
-                record.note(f"no gradients: the output does not require grad ({why})")
+                record.note(_no_grad_note())
             structure = None if isinstance(output, Tensor) else _map_tensors(output, lambda t: None)
             entangled = _entangled(needs_grad, args) if len(needs_grad) > 1 else {}
             if entangled:
@@ -515,6 +554,9 @@ class Capture:
 
     # -- reading -------------------------------------------------------------------------------
     def _record(self, name: str) -> LayerRecord:
+        if not isinstance(name, str):
+            raise TypeError(f"a layer is named by a string from named_modules() (captured: {list(self.records)}), "
+                            f"not {name!r}")
         try:
             return self.records[name]
         except KeyError:
@@ -526,15 +568,16 @@ class Capture:
         record = self._record(name)
         if not record.activations:
             raise LookupError(f"layer {name!r} was not called while capturing")
-        return record.activations[call]
+        return record.activations[_check_call(record, call)]
 
     def gradient(self, name: str, call: int = -1) -> Any:
         """Gradient w.r.t. the output of layer ``name`` at call ``call``; a clear error if none exists."""
         record = self._record(name)
         if not record.gradients:
             raise LookupError(f"layer {name!r} was not called while capturing")
-        if not -len(record.gradients) <= call < len(record.gradients):
-            raise IndexError(f"layer {name!r} was called {record.calls} time(s); there is no call {call}")
+        call = _check_call(record, call)
+        if not self.grads:
+            raise LookupError(f"no gradient captured for {name!r}: this capture was made with grads=False")
         entangled = record.entangled.get(call % len(record.gradients))
         if entangled:
             raise LookupError(f"no per-output gradient captured for {name!r}: {entangled}")
@@ -674,6 +717,24 @@ def _set_path(container: Any, path: tuple[int | str, ...], value: Any) -> None:
     container[path[-1]] = value
 
 
+_META_FIX = "materialise the model first, e.g. model.to_empty(device='cpu') and load_state_dict(...)"
+
+
+def _refuse_meta(model: nn.Module) -> None:
+    """A clear error for a model whose weights are on the meta device: shapes only, no values to capture.
+
+    Only the first parameter and the first buffer are looked at (a model built under ``torch.device("meta")``
+    or moved with ``.to("meta")`` has them all there), so that a capture made every step stays cheap; a
+    meta output of any layer is refused when it is kept (:meth:`Capture._keep`).
+    """
+    for name, tensor in (next(model.named_parameters(), ("", None)), next(model.named_buffers(), ("", None))):
+        if tensor is not None and tensor.is_meta:
+            raise ValueError(
+                f"capture: {name!r} of {type(model).__name__} is on the meta device (shapes only, no values), so "
+                f"there is nothing to capture; {_META_FIX}"
+            )
+
+
 def capture(
     model: nn.Module,
     layers: str | Iterable[str] | None = None,
@@ -706,7 +767,8 @@ def capture(
 
     When a layer returns the same tensor twice, or one of its outputs is computed from another, a
     tensor hook would see the gradient of both: no gradient is captured for those outputs, the
-    layer's notes say why, and :meth:`Capture.gradient` refuses that call naming the outputs.
+    layer's notes say why, and :meth:`Capture.gradient` refuses that call naming the outputs. A
+    model on the meta device (shapes only) is refused with the way to materialise it.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"capture() needs model to be an nn.Module, got {type(model).__name__}")
@@ -714,4 +776,8 @@ def capture(
         raise TypeError(f"reduce must be a function of a tensor (or None), not {reduce!r}")
     if key is not None and not isinstance(key, str):
         raise TypeError(f"key must be a string (or None), not {key!r}")
+    for flag, value in (("grads", grads), ("copy", copy)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{flag} must be True or False, not {value!r}")
+    _refuse_meta(model)
     return Capture(model, resolve_layers(model, layers, types), grads=grads, key=key, copy=copy, reduce=reduce)

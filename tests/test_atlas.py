@@ -202,6 +202,101 @@ def test_widget_is_a_thin_view_driven_headless(table):
     assert bundle["text/plain"] == repr(widget) and "application/vnd.jupyter.widget-view+json" in bundle
 
 
+def test_the_constructor_checks_the_filters_as_set_does(table):
+    rows = table.rows
+    with pytest.raises(ValueError, match="kind='forwrd' is not in the atlas; closest: 'forward'"):
+        atlas.AtlasTable(rows, kind="forwrd")
+    with pytest.raises(ValueError, match="category='Failure'.*closest: 'failure'"):
+        atlas.AtlasTable(rows, category="Failure")
+    with pytest.raises(TypeError, match="query must be a string"):
+        atlas.AtlasTable(rows, query=123)
+    assert len(atlas.AtlasTable(rows, kind="forward", category="timing").visible()) > 0
+
+
+def test_a_refused_set_changes_no_filter(table):
+    with pytest.raises(ValueError, match="category='nope'"):
+        table.set(kind="forward", category="nope", query="deepcopy")
+    assert (table.kind, table.category, table.query) == ("all", "all", "")
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "says"),
+    [
+        (lambda t: t.set(kind=3), TypeError, "kind must be a hook kind's name"),
+        (lambda t: t.set(kind=["forward"]), TypeError, "kind must be a hook kind's name"),
+        (lambda t: t.set(category=2), TypeError, "category must be one of"),
+        (lambda t: t.set(query=123), TypeError, "query must be a string"),
+        (lambda t: atlas.load_snapshot(None), TypeError, "version must be a torch version string"),
+        (lambda t: atlas.load_snapshot(2.13), TypeError, "not 2.13; closest: '2.13.0'"),
+        (lambda t: atlas.AtlasTable(atlas.load_snapshot("2.13.0")), TypeError, r"rows must be \(entry, versions\).*"
+         r"merge_versions"),
+        (lambda t: atlas.AtlasTable("rows"), TypeError, "rows must be a list of"),
+        (lambda t: atlas.AtlasTable(t.rows, teaches=["x"]), TypeError, "teaches must be a dict"),
+        (lambda t: t.to_html(limit=-1), ValueError, "limit must be 0 or more"),
+        (lambda t: t.to_html("10"), TypeError, "limit must be a whole number"),
+        (lambda t: t.to_html(2.5), TypeError, "limit must be a whole number"),
+        (lambda t: atlas.atlas_widget(t, -1), ValueError, "atlas_widget: limit must be 0 or more"),
+        (lambda t: atlas.atlas_widget(t.rows), TypeError, "atlas_widget needs an AtlasTable"),
+        (lambda t: atlas.merge_versions(atlas.load_snapshot("2.13.0")), TypeError, "needs a dict"),
+        (lambda t: atlas.stored_version_for(None), TypeError, "version must be a torch version string"),
+        (lambda t: atlas.diff_atlases(t.rows, []), TypeError, "old must be a list of Entry"),
+        (lambda t: atlas.teaching_links(extra=["x"]), TypeError, "extra must be a dict"),
+        (lambda t: atlas.run_atlas(kinds=3), TypeError, "kinds must be a list"),
+        (lambda t: atlas.probe("forward", "plain"), TypeError, "situation must be a Situation"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(table, call, error, says):
+    with pytest.raises(error, match=says):
+        call(table)
+
+
+@pytest.mark.parametrize("limit", [0, 1, 5, 10**6])
+def test_the_limit_counts_shown_and_hidden_rows_right(table, limit):
+    html = table.to_html(limit)
+    total = len(table.visible())
+    shown = html.count("<tr>") - 1  # the header row
+    assert shown == min(limit, total)
+    more = re.search(r"… (\d+) more rows", html)
+    assert (int(more.group(1)) if more else 0) == total - shown
+
+
+def test_the_search_widget_closes_everything(table):
+    from ipywidgets.widgets.widget import _instances
+
+    before = set(_instances)
+    widget = atlas.atlas_widget(table, limit=5)
+    assert set(_instances) - before
+    widget.close()
+    assert set(_instances) == before, "closed widgets stay in ipywidgets' registry"
+    assert repr(widget) == "AtlasWidget(closed)" and widget.closed
+    assert widget._repr_mimebundle_() == {"text/plain": "AtlasWidget(closed)"}
+    widget.query.value = "deepcopy"  # a closed widget no longer follows its controls
+    assert table.query == ""
+    widget.close()  # twice is fine
+
+
+def test_a_rerun_cell_closes_the_earlier_search_widget(table, shell):
+    """30 runs of the same notebook cell in a real IPython shell leave one search widget open, not 30."""
+    import gc
+
+    from ipywidgets.widgets.widget import _instances
+
+    shell.user_ns.update(atlas=atlas, rows=table.rows)
+    cell = "atlas.atlas_widget(atlas.AtlasTable(rows))"
+    gc.collect()
+    start = len(_instances)
+    assert shell.run_cell(cell, store_history=True).success
+    one = len(_instances) - start
+    assert one > 0
+    for _ in range(29):
+        assert shell.run_cell(cell, store_history=True).success
+    gc.collect()
+    assert len(_instances) - start <= one, f"{len(_instances) - start} open ipywidgets after 30 runs (one: {one})"
+    made = [v for v in shell.user_ns["Out"].values() if isinstance(v, atlas.AtlasWidget)]
+    assert len(made) == 30 and sum(not w.closed for w in made) == 1 and not made[-1].closed
+    made[-1].close()
+
+
 # ------------------------------------------------------------------------------------------- links
 def anchors(notebook: str) -> set[str]:
     text = (REPO / "notebooks" / f"{notebook}.ipynb").read_text(encoding="utf-8")

@@ -472,3 +472,21 @@ def test_bad_layer_choices_name_the_argument_and_the_fix(layers: object, message
     model.b = model.a  # one module, two names
     with pytest.raises((TypeError, KeyError), match=message):
         hookviz.capture(model, layers)
+
+
+def test_a_meta_device_model_is_refused_clearly():
+    with torch.device("meta"):
+        model = small_cnn()
+    with pytest.raises(ValueError, match=r"'0\.weight' of Sequential is on the meta device.*to_empty"):
+        hookviz.capture(model)
+    assert hook_count(model) == 0
+
+
+def test_a_meta_output_without_weights_is_refused_clearly():
+    model = nn.Sequential(nn.ReLU(), nn.Flatten())  # nothing to materialise: the input is on the meta device
+    with hookviz.capture(model) as cap, pytest.raises(ValueError, match="on the meta device.*pass real inputs"):
+        model(torch.randn(2, 3, device="meta"))
+    assert not cap.active and hook_count(model) == 0
+    with hookviz.capture(model, reduce=lambda t: tuple(t.shape)) as cap:  # a reducer may keep shapes only
+        model(torch.randn(2, 3, device="meta"))
+    assert cap.activation("0") == (2, 3)

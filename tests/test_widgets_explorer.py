@@ -158,7 +158,7 @@ def test_integer_input_without_gradient() -> None:
     assert ex.state.gradient() is None
     assert ex.state.grad_histogram() is None
     assert ex.grad_out.outputs[0]["data"]["image/png"]  # a message panel, not empty axes
-    assert "does not require grad" in ex.state.grad_notes[ex.state.layer]
+    assert "every parameter is frozen and the input is not floating-point" in ex.state.grad_notes[ex.state.layer]
 
 
 def test_512_channels_paging_and_topk() -> None:
@@ -359,3 +359,39 @@ def test_explorer_refusals_name_the_argument_the_layer_and_the_fix() -> None:
     with pytest.raises(TypeError, match="sample must be a whole number"):
         state.select(sample=1.7)
     assert state.sample == 0
+
+
+def test_no_grad_is_lifted_and_inference_mode_is_named() -> None:
+    model = hookviz.DigitsCNN()
+    x, y = torch.randn(4, 1, 8, 8), torch.tensor([0, 1, 2, 3])
+    with torch.no_grad():
+        state = ExplorerState(model, x, y)
+    assert state.gradient() is not None and not state.describe()["gradient"].startswith("none")
+    with torch.inference_mode(), pytest.raises(RuntimeError, match=r"call it outside `torch.inference_mode\(\)`") as e:
+        ExplorerState(model, x, y)
+    assert "frozen" not in str(e.value)
+    with torch.inference_mode(), pytest.raises(RuntimeError, match="inference_mode"):
+        state.set_target("predicted")
+    assert state.forward_passes == 1 and all(p.grad is None for p in model.parameters())
+
+
+def test_a_model_that_cuts_the_graph_is_not_called_frozen() -> None:
+    class Detaches(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x).detach()
+
+    state = ExplorerState(Detaches(), torch.randn(3, 1, 8, 8))
+    assert "cuts the graph" in state.describe()["gradient"] and "frozen" not in state.describe()["gradient"]
+
+
+def test_a_closed_explorer_keeps_no_picture() -> None:
+    explorer = LayerExplorer(hookviz.DigitsCNN(), torch.randn(4, 1, 8, 8))
+    assert explorer.maps_out.outputs and explorer.grad_out.outputs
+    explorer.close()
+    assert not explorer.maps_out.outputs and not explorer.grad_out.outputs and not explorer.caption.value
+    explorer.sample.value = 2  # a closed widget ignores its controls
+    assert repr(explorer) == "LayerExplorer(closed)"

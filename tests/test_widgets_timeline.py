@@ -148,3 +148,75 @@ def test_the_timeline_on_structured_outputs_integer_tokens_and_frozen_models() -
     tiny.requires_grad_(True)
     with pytest.raises(RuntimeError, match=r"HookTimeline: Sequential failed on inputs .* in layer '0'"):
         TimelineState(nn.Sequential(nn.Linear(3, 2)), torch.randn(2, 5))
+
+
+def test_an_uninitialised_lazy_model_is_initialised_by_a_first_pass() -> None:
+    model = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.Linear(4, 2))
+    state = TimelineState(model, torch.randn(2, 3))
+    assert model[0].weight.shape == (4, 3) and model[0].weight.grad is None
+    assert any(e.where == "param:0.weight" and e.kind == "post_accumulate_grad" for e in state.events)
+    assert not hookviz.list_hooks(model, include_global=False)
+    with pytest.raises(RuntimeError, match="HookTimeline: Sequential failed on inputs"):
+        TimelineState(nn.Sequential(nn.LazyLinear(4), nn.Linear(5, 2)), torch.randn(2, 3))
+
+
+def test_no_grad_is_lifted_and_inference_mode_is_named() -> None:
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    with torch.no_grad():
+        state = TimelineState(model)
+        assert not torch.is_grad_enabled()
+    assert any(e.phase == "backward" for e in state.events)
+    with torch.inference_mode(), pytest.raises(RuntimeError, match=r"call it outside `torch.inference_mode\(\)`") as e:
+        TimelineState(model)
+    assert "frozen" not in str(e.value) and "nfreeze" not in str(e.value)
+    assert all(p.grad is None for p in model.parameters()) and not hookviz.list_hooks(model, include_global=False)
+
+
+def test_a_model_that_cuts_the_graph_is_not_called_frozen() -> None:
+    class Detaches(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(3, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x).detach()
+
+    with pytest.raises(ValueError, match="although the input does.*cuts the graph") as e:
+        TimelineState(Detaches())
+    assert "nfreeze" not in str(e.value)
+
+
+def test_a_closed_timeline_keeps_no_figure_or_drawing() -> None:
+    import gc
+    import tracemalloc
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    for _ in range(2):  # warm up matplotlib's font caches
+        HookTimeline(model).close()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        kept = [HookTimeline(model) for _ in range(5)]  # what Out[n] of five runs of a cell keeps
+        for widget in kept:
+            widget.close()
+        gc.collect()
+        per_widget = (tracemalloc.get_traced_memory()[0] - start) / len(kept)
+    finally:
+        tracemalloc.stop()
+    assert per_widget < 100_000, f"{per_widget / 1024:.0f} KB kept per closed HookTimeline"
+    assert all(w._fig is None and not w.chart.outputs and not w.table_out.outputs for w in kept)
+    kept[0].phase.value = "forward"  # a closed widget ignores its controls
+    assert repr(kept[0]) == "HookTimeline(closed)"
+
+
+def test_the_timeline_leaves_the_global_backward_kind_free() -> None:
+    """Its global full backward hooks must not stop the learner from registering the legacy global kind."""
+    import torch.nn.modules.module as module_hooks
+
+    flag = module_hooks._global_is_full_backward_hook
+    TimelineState()
+    assert module_hooks._global_is_full_backward_hook is flag
+    with module_hooks.register_module_backward_hook(lambda m, gi, go: None):
+        pass
+    module_hooks._global_is_full_backward_hook = flag

@@ -51,6 +51,7 @@ from hookviz.widgets.common import (
     show_png,
     using_model,
 )
+from hookviz.widgets.timeline import refuse_inference_mode
 
 __all__ = ["EXPLORER_KEY", "CapturedPass", "ExplorerState", "LayerExplorer", "LayerInfo"]
 
@@ -222,6 +223,7 @@ class CapturedPass:
         every layer even when all weights are frozen; for integer inputs such as tokens, with respect
         to the parameters that require grad, without writing their ``.grad``).
         """
+        refuse_inference_mode("LayerExplorer")
         data = cls(target)
         x = inputs.clone()
         if x.is_floating_point():
@@ -230,6 +232,7 @@ class CapturedPass:
         buffers = [(b, b.clone()) for b in model.buffers()] if train_mode else []
         with (
             using_model(model, data, "a LayerExplorer", "LayerExplorer"),
+            torch.enable_grad(),  # a call inside torch.no_grad() still gets its gradients
             run_mode(model, train_mode),
             capture(model, layer_names, key=key) as cap,
             _restored(buffers),
@@ -255,8 +258,16 @@ class CapturedPass:
             if value.requires_grad and wrt:
                 torch.autograd.grad(value, wrt, allow_unused=True)
                 grad_missing = ""
+            elif not wrt:
+                grad_missing = (
+                    "nothing requires grad: every parameter is frozen and the input is not floating-point "
+                    "(integer tokens?), so there is no gradient to take"
+                )
             else:
-                grad_missing = "the output does not require grad (frozen model and integer input?)"
+                grad_missing = (
+                    "the model's output does not depend on anything that requires grad: its forward cuts the "
+                    "graph (a .detach(), a torch.no_grad() block or an integer step such as argmax inside it)"
+                )
         n = len(inputs)
         modules = dict(model.named_modules())
         for name, record in cap.records.items():
@@ -315,6 +326,8 @@ class ExplorerState:
 
     Switching layer, sample, page or ordering never runs the model: :attr:`forward_passes` counts.
     ``page`` is a 0-based index here; the widget and the captions show pages counted from 1.
+    Made inside ``torch.no_grad()`` it still takes its gradients; inside ``torch.inference_mode()``,
+    where no gradient can exist, it is refused with the fix (make it outside that block).
     """
 
     def __init__(
@@ -820,6 +833,8 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         return [(self.state.info[n].label, n) for n in self.state.layers_of_type(type_name)]
 
     def _on_type(self, change: dict[str, Any]) -> None:
+        if self.state is None:  # closed
+            return
         options = self._layer_options(change["new"])
         current = self.state.layer
         self.layer.options = options
@@ -827,22 +842,28 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         self.layer.value = current if current in names else names[-1]
 
     def _on_target(self, change: dict[str, Any]) -> None:
+        if self.state is None:  # closed
+            return
         self.state.set_target(change["new"])
         self.refresh()
 
     def _on_sample(self, change: dict[str, Any]) -> None:
+        if self.state is None:  # closed
+            return
         if change["new"] == self.state.sample:
             return
         self._apply(sample=change["new"])
 
     def _on_page(self, change: dict[str, Any]) -> None:
+        if self.state is None:  # closed
+            return
         if change["new"] == self.state.page + 1:
             return
         self._apply(page=change["new"] - 1)
 
     def _apply(self, **choice: Any) -> None:
-        if choice.get("layer") is None and "layer" in choice:
-            return  # the Dropdown passes through None while its options are replaced
+        if (choice.get("layer") is None and "layer" in choice) or self.state is None:
+            return  # the Dropdown passes through None while its options are replaced; or the explorer is closed
         try:
             self.state.select(**choice)
         except (IndexError, KeyError, ValueError) as exc:
@@ -873,6 +894,8 @@ class LayerExplorer(StaticFallback, widgets.VBox):
     def refresh(self) -> None:
         """Redraw both panels and the caption from the state (no model run)."""
         state = self.state
+        if state is None:  # closed
+            return
         self._sync_boxes()
         self.page.disabled = state.pages == 1
         self.order.disabled = state.kind != "maps"
@@ -882,6 +905,12 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         png = state.grad_png(log=self.log_scale.value, hide_zeros=self.hide_zeros.value)
         show_png(self.grad_out, png, f"gradient histogram of {state.layer}, sample {state.sample}")
         self.caption.value = caption_html(state.caption())
+
+    def _release(self) -> None:
+        """Let go of the drawn panels: a closed explorer kept in ``Out[n]`` holds no PNG."""
+        self.maps_out.outputs = ()
+        self.grad_out.outputs = ()
+        self.caption.value = ""
 
     def static_png(self) -> bytes:
         """The current view as one PNG (the static fallback)."""

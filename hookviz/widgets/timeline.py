@@ -26,14 +26,16 @@ from torch import Tensor, nn
 
 from hookviz.capture import HookGroup, iter_tensors
 from hookviz.catalogue import HOOK_KINDS as CATALOGUE
+from hookviz.catalogue import hook_kind
 from hookviz.i18n import tr
 from hookviz.render import figure_png, timeline_figure
-from hookviz.text import text_table
+from hookviz.text import closest_hint, text_table
 from hookviz.widgets.common import (
     StaticFallback,
     as_tensor_argument,
     check_model,
     row,
+    run_mode,
     run_model,
     show_html,
     show_png,
@@ -79,6 +81,48 @@ def small_model() -> nn.Sequential:
         for p in model.parameters():
             p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
     return model
+
+
+_GLOBAL_BACKWARD_FLAG = "_global_is_full_backward_hook"
+
+
+def _restore_global_backward_flag(saved: bool | None) -> None:
+    """Put back PyTorch's "global full or legacy backward hooks" flag once no global backward hook is left.
+
+    Registering a global full backward hook sets it for the rest of the process, and PyTorch then refuses
+    the legacy kind (notebook 05): the timeline's own global hooks must not decide that for the learner.
+    """
+    if not hook_kind("global_backward").hooks_of() and not hook_kind("global_backward_legacy").hooks_of():
+        setattr(nn.modules.module, _GLOBAL_BACKWARD_FLAG, saved)
+
+
+def refuse_inference_mode(who: str) -> None:
+    """A clear error when called inside ``torch.inference_mode()``: no gradient, no backward hook can exist there.
+
+    ``torch.no_grad()`` can be lifted for the tool's own pass (``torch.enable_grad()``); inference mode
+    cannot, and its tensors can never require grad.
+    """
+    if torch.is_inference_mode_enabled():
+        raise RuntimeError(
+            f"{who}: called inside torch.inference_mode(), where no gradient can be computed and no backward "
+            f"hook can fire (torch.enable_grad() cannot lift it); call it outside `torch.inference_mode()` "
+            "(torch.no_grad() is fine: the tool takes its own gradients)"
+        )
+
+
+def initialise_lazy(model: nn.Module, inputs: Any, who: str) -> None:
+    """Run one forward pass without hooks, in eval mode, if ``model`` has uninitialised lazy parameters.
+
+    ``nn.LazyLinear`` and friends only get their weights on their first forward pass; hooks cannot be
+    attached to an uninitialised parameter. The pass runs in eval mode (BatchNorm statistics and dropout
+    untouched) and without gradients; every submodule gets its own mode back.
+    """
+    lazy = [*model.parameters(), *model.buffers()]
+    if not any(isinstance(t, nn.parameter.UninitializedTensorMixin) for t in lazy):
+        return
+    x = inputs.detach().clone() if isinstance(inputs, Tensor) else inputs
+    with torch.no_grad(), run_mode(model, False):
+        run_model(model, x, who)
 
 
 def _describe_output(out: Any) -> str:
@@ -130,11 +174,15 @@ class TimelineState:
         self.inputs = as_tensor_argument(inputs, "inputs")
         if loss_fn is not None and not callable(loss_fn):
             raise TypeError(f"loss_fn must be a function of the model's output, not {loss_fn!r}")
+        for flag, value in (("global_hooks", global_hooks), ("input_requires_grad", input_requires_grad)):
+            if not isinstance(value, bool):
+                raise TypeError(f"HookTimeline: {flag} must be True or False, not {value!r}")
         self.loss_fn = loss_fn or _default_loss
         self.global_hooks = global_hooks
         self.input_requires_grad = input_requires_grad
         self.events: list[HookEvent] = []
         self._phase = "setup"
+        self._grad_source = ""
         self.run()
 
     def _names(self) -> dict[nn.Module, str]:
@@ -150,21 +198,30 @@ class TimelineState:
         as in a first step) and put back afterwards; every submodule's own train/eval mode and every
         buffer (BatchNorm's running statistics, which a train-mode pass updates) are put back too.
         An integer input (tokens) is fed as it is, without an input tensor hook: only floating-point
-        tensors can require grad.
+        tensors can require grad. Called inside ``torch.no_grad()``, the pass still takes gradients
+        (``torch.enable_grad()``); inside ``torch.inference_mode()`` no gradient can exist, so it is
+        refused with a clear error. A model with lazy layers (``nn.LazyLinear``) not yet initialised is
+        initialised first by one forward pass without hooks, as its first forward pass would.
         """
+        refuse_inference_mode("HookTimeline")
         self.events = []
-        names = self._names()
         model = self.model
+        # Claimed first: nothing of a model another tool is training is touched before the refusal.
+        with using_model(model, self, "a HookTimeline", "HookTimeline"), torch.enable_grad():
+            initialise_lazy(model, self.inputs, "HookTimeline")
+            self._run(model)
+        return self.events
+
+    def _run(self, model: nn.Module) -> None:
+        names = self._names()
+        saved_flag = getattr(nn.modules.module, _GLOBAL_BACKWARD_FLAG, None)
         saved_grads = [(p, p.grad) for p in model.parameters()]
         modes = [(module, module.training) for module in model.modules()]
         buffers = [(b, b.clone()) for b in model.buffers()]
         try:
             for p, _ in saved_grads:
                 p.grad = None
-            with (
-                using_model(model, self, "a HookTimeline", "HookTimeline"),
-                HookGroup(model, key=TIMELINE_KEY) as hooks,
-            ):
+            with HookGroup(model, key=TIMELINE_KEY) as hooks:
                 for module, where in names.items():
                     for kind in _MODULE_KINDS:
 
@@ -194,6 +251,8 @@ class TimelineState:
                 if self.input_requires_grad and (x.is_floating_point() or x.is_complex()):
                     x.requires_grad_(True)
                     hooks.register(x, "tensor", lambda g: self._log("tensor", "input x"))
+                trainable = any(p.requires_grad for p in model.parameters())
+                self._grad_source = "the input" if x.requires_grad else "a parameter" if trainable else ""
                 self._phase = "forward"
                 out = run_model(model, x, "HookTimeline")
                 if isinstance(out, Tensor) and out.requires_grad:
@@ -204,6 +263,7 @@ class TimelineState:
                 loss.backward()
         finally:
             self._phase = "done"
+            _restore_global_backward_flag(saved_flag)
             for p, grad in saved_grads:
                 p.grad = grad
             for module, mode in modes:
@@ -211,7 +271,6 @@ class TimelineState:
             with torch.no_grad():
                 for buffer, saved in buffers:
                     buffer.copy_(saved)
-        return self.events
 
     def _loss(self, out: Any) -> Tensor:
         """The scalar the backward pass starts from; a clear error when there is none to differentiate."""
@@ -229,6 +288,13 @@ class TimelineState:
                 f"HookTimeline: loss_fn must return a one-element tensor, got {_describe_output(loss)}; "
                 "reduce it, e.g. loss_fn=lambda out: out.sum()"
             )
+        if not loss.requires_grad and self._grad_source:
+            raise ValueError(
+                f"HookTimeline: the loss of {type(self.model).__name__} does not require grad although "
+                f"{self._grad_source} does, so no backward pass can run: the forward or loss_fn cuts the graph "
+                "(a .detach(), a torch.no_grad() block, or an integer result such as argmax). Return a loss computed "
+                "from the output with differentiable operations"
+            )
         if not loss.requires_grad:
             raise ValueError(
                 f"HookTimeline: the loss of {type(self.model).__name__} does not require grad, so no backward "
@@ -241,10 +307,24 @@ class TimelineState:
     def filter(
         self, kinds: Sequence[str] | None = None, phase: str | None = None, where: str | None = None
     ) -> list[HookEvent]:
-        """Events of the given kinds, phase (``"forward"``/``"backward"``) and place (module name)."""
+        """Events of the given kinds, phase (``"forward"``/``"backward"``) and place (module name).
+
+        ``None`` (or ``"all"`` for phase and place) keeps everything; one kind may be given as a string.
+        An unknown kind, phase or place is a clear ``ValueError`` (never an empty list that looks like an answer).
+        """
+        if isinstance(kinds, str):
+            kinds = [kinds]
+        if kinds is not None and not isinstance(kinds, (list, tuple, set, frozenset)):
+            raise TypeError(f"kinds must be a list of hook kinds from {list(HOOK_KINDS)} (or None), not {kinds!r}")
         for k in kinds or ():
             if k not in HOOK_KINDS:
-                raise ValueError(f"unknown hook kind {k!r}; choose from {list(HOOK_KINDS)}")
+                hint = closest_hint(k, HOOK_KINDS) if isinstance(k, str) else ""
+                raise ValueError(f"unknown hook kind {k!r}{hint}; choose from {list(HOOK_KINDS)}")
+        if phase not in (None, "all", "forward", "backward"):
+            raise ValueError(f"phase must be 'forward', 'backward' or 'all' (or None), not {phase!r}")
+        if where not in (None, "all") and where not in self._possible_places():
+            hint = closest_hint(where, self._possible_places()) if isinstance(where, str) else ""
+            raise ValueError(f"where={where!r} is not a place a hook was attached to{hint}; see state.places()")
         return [
             e
             for e in self.events
@@ -252,6 +332,12 @@ class TimelineState:
             and (phase in (None, "all") or e.phase == phase)
             and (where in (None, "all") or e.where == where)
         ]
+
+    def _possible_places(self) -> list[str]:
+        """Every place the timeline attaches a hook to (whether or not it fired): modules, parameters, tensors."""
+        modules = list(self._names().values())
+        params = [f"param:{name}" for name, _ in self.model.named_parameters()]
+        return [*modules, *params, "input x", "model output", "loss", *self.places()]
 
     def places(self) -> list[str]:
         """Every place a hook fired, in first-firing order."""
@@ -328,10 +414,18 @@ class HookTimeline(StaticFallback, widgets.VBox):
 
     def refresh(self) -> None:
         """Redraw the chart and the table for the current filters."""
+        if self.state is None:  # closed
+            return
         events = self.shown()
         self.count.value = f"{len(events)} of {len(self.state.events)} hook calls"
         show_png(self.chart, figure_png(self.state.figure(events, self._fig)), f"{len(events)} hook calls")
         show_html(self.table_out, self.state.html_table(events), self.state.table(events))
+
+    def _release(self) -> None:
+        """Let go of the figure and the drawn chart and table: a closed timeline kept in ``Out[n]`` holds no PNG."""
+        self._fig = None
+        self.chart.outputs = ()
+        self.table_out.outputs = ()
 
     def static_png(self) -> bytes:
         """The chart of the current selection as PNG (the static fallback)."""

@@ -179,7 +179,16 @@ def use_atlas(out: Any, page: Any) -> str:
     box = out.locator(".widget-text input").first
     box.fill("deepcopy")
     box.press("Enter")
-    return "search deepcopy"
+    page.wait_for_timeout(500)
+    # The table scrolls sideways in its box (its last column, "taught in", is never cut off) and its links
+    # look like links.
+    overflow, wide, shown = out.locator("table").first.evaluate(
+        "t => [getComputedStyle(t.parentElement).overflowX, t.parentElement.scrollWidth, t.parentElement.clientWidth]"
+    )
+    assert overflow == "auto", overflow
+    colour = out.locator("table a").first.evaluate("a => getComputedStyle(a).color")
+    assert colour not in ("rgb(0, 0, 0)", "rgba(0, 0, 0, 0.87)"), colour
+    return f"search deepcopy (table {wide} px in a {shown} px box that scrolls, links {colour})"
 
 
 #: Notebook (student copy) -> [(text that identifies the widget's code cell, what the learner does)].
