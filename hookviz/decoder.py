@@ -215,6 +215,11 @@ class DecoderModel(nn.Module):
 
     def forward(self, input_ids: Tensor, past_key_values: KVCache | None = None) -> Tensor:
         """Run the layers on ``input_ids`` ``(N, L)``; new positions start after what the cache holds."""
+        if not isinstance(input_ids, Tensor):
+            raise TypeError(
+                f"input_ids must be a tensor of token ids of shape (N, L), not a {type(input_ids).__name__}; "
+                "e.g. torch.tensor(ids)"
+            )
         past = past_key_values.get_seq_length() if past_key_values is not None else 0
         positions = torch.arange(past, past + input_ids.shape[1], device=input_ids.device)
         positions = positions.expand(input_ids.shape[0], -1)

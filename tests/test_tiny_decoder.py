@@ -159,8 +159,10 @@ def test_pattern_from_qk_handles_grouped_query_attention() -> None:
     q, k, v = torch.randn(2, 5, 4 * 8), torch.randn(2, 5, 2 * 8), torch.randn(2, 2, 5, 8)
     pattern = pattern_from_qk(q, k, 8)
     want = F.scaled_dot_product_attention(
-        q.view(2, 5, 4, 8).transpose(1, 2), k.view(2, 5, 2, 8).transpose(1, 2).repeat_interleave(2, dim=1),
-        v.repeat_interleave(2, dim=1), is_causal=True,
+        q.view(2, 5, 4, 8).transpose(1, 2),
+        k.view(2, 5, 2, 8).transpose(1, 2).repeat_interleave(2, dim=1),
+        v.repeat_interleave(2, dim=1),
+        is_causal=True,
     )
     assert pattern.shape == (2, 4, 5, 5)
     assert torch.allclose(pattern @ v.repeat_interleave(2, dim=1), want, atol=1e-5)
@@ -199,3 +201,41 @@ def test_layers_can_be_chosen_and_a_wrong_name_is_a_clear_error() -> None:
     with pytest.raises(KeyError, match="model.layers.1.self_attn"):
         capture_attention(model, tokens, layers=["model.layers.1.self_atn"])
     assert not hookviz.list_hooks(model)
+
+
+def test_every_recomputed_pattern_is_checked_against_what_the_module_computed() -> None:
+    """pattern @ v reproduces each layer's input of o_proj: checked, causal, and the caption stays as it was."""
+    model = load_tiny_decoder()
+    state = AttentionState(model, _sequences(2, seed=17))
+    assert {name: (c.mask, c.verified) for name, c in state.checks.items()} == {
+        "model.layers.0.self_attn": ("causal", True),
+        "model.layers.1.self_attn": ("causal", True),
+    }
+    assert all(c.error is not None and c.error < 1e-4 for c in state.checks.values())
+    assert (
+        state.caption()
+        == "model.layers.0.self_attn · head 0 (heads 0-1) · sample 0 · 12 queries (rows) x 12 keys (columns)"
+    )
+    assert "reproduces the module's output" in state.describe()["source"] and not state.not_shown
+
+
+def test_capture_attention_warns_about_a_layer_it_cannot_show() -> None:
+    """Called directly, without checks=: a layer whose pattern is not reproducible is left out with a warning."""
+
+    class QKNormed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.num_heads, self.head_dim = 2, 4
+            self.q_proj, self.k_proj, self.v_proj, self.o_proj = (nn.Linear(8, 8) for _ in range(4))
+            self.norm = nn.LayerNorm(4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            n, length, _ = x.shape
+            q, k, v = (p(x).view(n, length, 2, 4).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+            out = F.scaled_dot_product_attention(self.norm(q), self.norm(k), v, is_causal=True)
+            return self.o_proj(out.transpose(1, 2).reshape(n, length, 8))
+
+    torch.manual_seed(0)
+    with pytest.warns(UserWarning, match="shows no pattern for the model: .*does not reproduce"):
+        patterns = capture_attention(QKNormed().eval(), torch.randn(2, 5, 8) * 3)
+    assert patterns == {}

@@ -424,3 +424,47 @@ def test_fast_charts_come_every_other_live_redraw_despite_jitter(monkeypatch) ->
     gaps = np.diff(charts)
     assert len(charts) == 20 and gaps.max() < 0.42 and gaps.min() > 0.38, charts
     mon.close()
+
+
+def test_gradient_histograms_binned_on_demand_count_every_sampled_value() -> None:
+    """The histograms of the last steps are binned when read: out.sum() has gradient 1 for all 64 outputs."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    x = torch.randn(16, 8)
+
+    def step() -> torch.Tensor:
+        loss = model(x).sum()
+        loss.backward()
+        model.zero_grad()
+        return loss
+
+    state = MonitorState(model, step, stats_every=4).run(10)
+    counts = state.grad_histogram("2", last=3)
+    one = min(np.searchsorted(state.grad_edges, 0.0, side="right") - 1, len(counts) - 1)  # the bin of log10|1|
+    assert counts[one] == 3 * 64 and counts.sum() == 3 * 64
+    assert state.grad_zero_fraction("2") == 0.0 and bytes(state.live_grad_png("2")).startswith(b"\x89PNG")
+
+
+def test_a_replaced_layer_is_followed_and_said() -> None:
+    """A step that puts a new head in place: the monitor watches the new module and the summary says when."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    x, y = torch.randn(16, 8), torch.arange(16) % 4
+    count = [0]
+
+    def step() -> torch.Tensor:
+        count[0] += 1
+        if count[0] == 5:
+            model[2] = nn.Linear(16, 4)
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        model.zero_grad()
+        return loss
+
+    state = MonitorState(model, step, stats_every=1).run(12)
+    assert state.layer_changes == [
+        "layer '2' was replaced in step 5 (by a new Linear): the new module is watched from step 6"
+    ]
+    assert np.isfinite(state.grad_by_depth()).all() and state.silent_layers() == []
+    assert state.grad_abs_mean()[5:, 1].min() > 0  # the new module's statistics, from step 6 on
+    assert not hookviz.list_hooks(model)

@@ -39,7 +39,7 @@ from hookviz.widgets.common import (
     show_png,
     using_model,
 )
-from hookviz.widgets.decoder_attention import capture_decoder_attention, decoder_attention_modules
+from hookviz.widgets.decoder_attention import PatternCheck, capture_decoder_attention, decoder_attention_modules
 
 __all__ = ["ATTENTION_KEY", "AttentionExplorer", "AttentionState", "attention_modules", "capture_attention"]
 
@@ -98,19 +98,28 @@ def capture_attention(
     layers: Sequence[str] | None = None,
     model_kwargs: dict[str, Any] | None = None,
     key: str = ATTENTION_KEY,
+    checks: dict[str, PatternCheck] | None = None,
 ) -> dict[str, Tensor]:
     """Run ``model(inputs, **model_kwargs)`` once in eval mode, without grad; return per-head attention.
 
     Returns ``{name: weights}`` for every chosen ``nn.MultiheadAttention`` that was called, each of
     shape ``(N, heads, L, S)`` (float32, on the CPU; the last call if a module runs more than once).
-    ``layers`` are qualified names (default: every ``nn.MultiheadAttention``). The hooks live only
-    during this call; each submodule's mode is restored afterwards.
+    ``layers`` are qualified names (default: every ``nn.MultiheadAttention``). The model is claimed
+    for the call (a model a ``TrainingMonitor`` trains is refused); the hooks live only during this
+    call; each submodule's mode is restored afterwards.
+
+    A model without ``nn.MultiheadAttention`` but with Llama-style attention modules (``q_proj`` ...
+    ``o_proj``) gets patterns recomputed from q and k and checked against what each module computed
+    (:func:`hookviz.widgets.decoder_attention.capture_decoder_attention`); ``checks``, a dict, receives
+    how each layer was checked (a layer whose pattern cannot be reproduced is left out, with the reason).
     """
     if model_kwargs is not None and not isinstance(model_kwargs, dict):
         raise TypeError(f"model_kwargs must be a dict of keyword arguments for the model, not {model_kwargs!r}")
     modules = attention_modules(model)
     if not modules and decoder_attention_modules(model):  # a Llama-style decoder: recompute from q and k
-        return capture_decoder_attention(model, inputs, layers=layers, model_kwargs=model_kwargs, key=key)
+        return capture_decoder_attention(
+            model, inputs, layers=layers, model_kwargs=model_kwargs, key=key, checks=checks
+        )
     if not modules:
         raise ValueError(f"{type(model).__name__} has no nn.MultiheadAttention to show")
     chosen = list(modules) if layers is None else list(layers)
@@ -149,11 +158,45 @@ def capture_attention(
     return {name: found[name] for name in chosen if name in found}
 
 
-def _default_labels(inputs: Any, n_rows: int, length: int) -> list[list[str]]:
-    """Token ids as labels for integer ``(N, L)`` inputs; positions otherwise."""
-    if isinstance(inputs, Tensor) and not inputs.is_floating_point() and inputs.ndim == 2:
-        return [[str(int(t)) for t in row_] for row_ in inputs[:n_rows, :length]]
-    return [[str(i) for i in range(length)] for _ in range(n_rows)]
+def _seq_first(model: nn.Module, state: AttentionState) -> bool | None:
+    """``True`` when every shown ``nn.MultiheadAttention`` is ``batch_first=False``, ``False`` when all are
+    batch-first (Llama-style attention always is), ``None`` when they differ."""
+    modules = attention_modules(model)
+    flags = {bool(modules[name].batch_first) for name in state.patterns if name in modules}
+    if not modules:
+        return False
+    return None if len(flags) != 1 else not flags.pop()
+
+
+def _default_labels(inputs: Any, n_rows: int, length: int, seq_first: bool | None) -> tuple[list[list[str]], str]:
+    """Token ids as labels for integer tokens, else positions; and where the labels come from.
+
+    Tokens ``(N, L)`` label sample ``i`` with row ``i``; seq-first tokens ``(L, N)`` (the layout of
+    ``nn.MultiheadAttention(batch_first=False)``) with column ``i``. The shape tells them apart unless it
+    is square; then the attention modules' ``batch_first`` decides when it is ``True`` (``seq_first``
+    ``False``), and the labels are positions otherwise (a square batch cannot tell its layout).
+    """
+    positions = [[str(i) for i in range(length)] for _ in range(n_rows)]
+    if not isinstance(inputs, Tensor) or inputs.is_floating_point() or inputs.is_complex() or inputs.is_meta:
+        return positions, "positions"
+    if inputs.ndim == 1 and n_rows == 1:  # an unbatched call: one sample of tokens
+        return [[str(int(t)) for t in inputs[:length]]], "token ids"
+    if inputs.ndim != 2:
+        return positions, "positions"
+    rows, cols = inputs.shape
+    by_row = rows == n_rows and (cols != n_rows or seq_first is False)
+    by_column = cols == n_rows and rows != n_rows
+    if by_row:
+        return [[str(int(t)) for t in row_] for row_ in inputs[:n_rows, :length]], "token ids"
+    if by_column:
+        columns = inputs[:length, :n_rows].T
+        return [[str(int(t)) for t in col] for col in columns], "token ids of column i (seq-first tokens (L, N))"
+    if rows == cols == n_rows:
+        layout = "batch_first=False" if seq_first else "of both layouts"
+        why = f"could be (N, L) or (L, N): the attention modules are {layout}"
+    else:
+        why = f"do not match the {n_rows} samples the attention saw"
+    return positions, f"positions (tokens of shape {tuple(inputs.shape)} {why}; pass labels=)"
 
 
 class AttentionState:
@@ -191,7 +234,14 @@ class AttentionState:
             )
         self.model = model
         self.inputs = inputs
-        weights = capture_attention(model, inputs, layers=layers, model_kwargs=model_kwargs, key=key)
+        checks: dict[str, PatternCheck] = {}
+        weights = capture_attention(model, inputs, layers=layers, model_kwargs=model_kwargs, key=key, checks=checks)
+        #: how each recomputed (Llama-style) layer was checked; empty for nn.MultiheadAttention (its own weights)
+        self.checks = checks
+        #: layers called but not shown, and why (their pattern could not be reproduced)
+        self.not_shown = {name: c.note for name, c in checks.items() if not c.shown}
+        if not weights and self.not_shown:
+            raise ValueError("AttentionExplorer: " + "; ".join(self.not_shown.values()))
         if not weights:
             raise ValueError(f"no nn.MultiheadAttention of {type(model).__name__} was called in the forward pass")
         self.forward_passes = 1
@@ -199,9 +249,11 @@ class AttentionState:
         first = next(iter(self.patterns.values()))
         self.n_samples = int(first.shape[0])
         width = max(max(p.shape[-2], p.shape[-1]) for p in self.patterns.values())
-        self.labels = (
-            [list(r) for r in labels] if labels is not None else _default_labels(inputs, self.n_samples, width)
-        )
+        if labels is not None:
+            self.labels = [list(r) for r in labels]
+            self.label_source = "given"
+        else:
+            self.labels, self.label_source = _default_labels(inputs, self.n_samples, width, _seq_first(model, self))
         self.layer = next(iter(self.patterns))
         self.head: int | None = 0
         self.sample = 0
@@ -256,22 +308,45 @@ class AttentionState:
         full = list(text) + pad[len(text) :]
         return full[:rows], full[:cols]
 
+    def source(self, layer: str | None = None) -> str:
+        """Where ``layer``'s pattern comes from: the module's own weights, or recomputed (and how it was checked)."""
+        check = self.checks.get(layer or self.layer)
+        if check is None:
+            return "the module's own attention weights"
+        mask = "causal mask" if check.mask == "causal" else "no mask"
+        if check.verified:
+            return f"recomputed from q and k ({mask}, 1/√d scale); pattern @ v reproduces the module's output"
+        return check.note.removeprefix(f"{layer or self.layer}: ")
+
     def describe(self) -> dict[str, Any]:
         """The current view in plain data (for tests and notebooks): the strongest key of every query."""
         pattern = self.pattern()
-        return {
+        view = {
             "layer": self.layer,
             "head": "mean" if self.head is None else self.head,
             "sample": self.sample,
             "shape": tuple(pattern.shape),
             "argmax": [int(i) for i in pattern.argmax(axis=1)],
+            "source": self.source(),
+            "labels": self.label_source,
         }
+        if self.not_shown:
+            view["not_shown"] = dict(self.not_shown)
+        return view
 
     def caption(self) -> str:
-        """One line: layer, head, sample and what the picture shows."""
+        """One line: layer, head, sample and what the picture shows (and anything unusual about it)."""
         head = "mean of heads" if self.head is None else f"head {self.head} (heads 0-{self.heads() - 1})"
         rows, cols = self.pattern().shape
-        return f"{self.layer} · {head} · sample {self.sample} · {rows} queries (rows) x {cols} keys (columns)"
+        text = f"{self.layer} · {head} · sample {self.sample} · {rows} queries (rows) x {cols} keys (columns)"
+        check = self.checks.get(self.layer)
+        if check is not None and check.note:
+            text += f" · {check.note.removeprefix(self.layer + ': ')}"
+        if self.label_source.startswith("positions ("):
+            text += f" · labels are {self.label_source}"
+        if self.not_shown:
+            text += f" · not shown: {', '.join(self.not_shown)} (state.not_shown says why)"
+        return text
 
     def png(self) -> bytes:
         """The chosen pattern as a labelled heat map (0 to 1, one colour scale for every head)."""

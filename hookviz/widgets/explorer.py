@@ -907,10 +907,15 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         self.caption.value = caption_html(state.caption())
 
     def _release(self) -> None:
-        """Let go of the drawn panels: a closed explorer kept in ``Out[n]`` holds no PNG."""
-        self.maps_out.outputs = ()
-        self.grad_out.outputs = ()
-        self.caption.value = ""
+        """Let go of the drawn panels: a closed explorer kept in ``Out[n]`` holds no PNG.
+
+        Also called when the constructor was refused before the panels existed: then there is nothing to drop.
+        """
+        for out in (getattr(self, "maps_out", None), getattr(self, "grad_out", None)):
+            if out is not None:
+                out.outputs = ()
+        if getattr(self, "caption", None) is not None:
+            self.caption.value = ""
 
     def static_png(self) -> bytes:
         """The current view as one PNG (the static fallback)."""

@@ -22,7 +22,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as widgets
@@ -31,7 +31,7 @@ import torch
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
-from hookviz.capture import capture, iter_tensors, resolve_layers
+from hookviz.capture import Capture, iter_tensors, resolve_layers
 from hookviz.data import load_digits
 from hookviz.i18n import tr
 from hookviz.models import make_digits_step
@@ -111,7 +111,36 @@ class StepStats:
     grad_frac_zero: np.ndarray
     grad_zeros: np.ndarray  # exact zeros among the sampled gradient values
     grad_nonfinite: np.ndarray
-    grad_hist: np.ndarray  # (L, bins) counts of log10|gradient| (exact zeros left out)
+    _grad_hists: _GradHistograms | None = field(default=None, repr=False)  # this step's flush, histograms on demand
+    _row: int = 0  # this step's row in it
+
+    @property
+    def grad_hist(self) -> np.ndarray:
+        """``(L, bins)`` counts of log10|gradient| (exact zeros left out)."""
+        if self._grad_hists is None:
+            return np.zeros((len(self.grad_abs_mean), 0), dtype=np.float32)
+        return self._grad_hists.rows()[self._row]
+
+
+class _GradHistograms:
+    """The log10|gradient| histograms of one flush's sampled gradients, computed when first read.
+
+    Only the last few steps' gradient histograms are ever shown (the live panel, the charts), so the
+    monitor keeps the samples of its recent steps and bins them on demand instead of in every step.
+    """
+
+    def __init__(self, samples: Any, steps: int, layers: int, bins: int) -> None:
+        self._samples = samples
+        self._shape = (steps, layers, bins)
+        self._counts: np.ndarray | None = None
+
+    def rows(self) -> np.ndarray:
+        """``(steps, layers, bins)`` counts, float32."""
+        counts = self._counts
+        if counts is None:
+            binned, _ = log_histograms(self._samples, bins=self._shape[2])
+            counts = self._counts = binned.reshape(self._shape).astype(np.float32)
+        return counts
 
 
 def digits_step_fn(model: nn.Module, batch_size: int = 64, lr: float = 3e-3, seed: int = 0) -> Callable[[], Tensor]:
@@ -121,6 +150,31 @@ def digits_step_fn(model: nn.Module, batch_size: int = 64, lr: float = 3e-3, see
     start with ``nn.Flatten()``). Each call trains on the next batch and returns the loss.
     """
     return make_digits_step(model, batch_size=batch_size, lr=lr, seed=seed)
+
+
+def _default_step(model: nn.Module) -> Callable[[], Tensor]:
+    """:func:`digits_step_fn` for a monitor given no ``step_fn``: a model that cannot train on the digits is told so."""
+    step = digits_step_fn(model)
+
+    def default_step() -> Tensor:
+        try:
+            return step()
+        except (RuntimeError, ValueError, TypeError, IndexError, AssertionError) as exc:
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            message = (
+                f"TrainingMonitor's default step trains the model on the course's digits (images of shape "
+                f"(N, 1, 8, 8), 10 classes, cross-entropy) and {type(model).__name__} failed on them: "
+                f"{type(exc).__name__}: {first_line}. For another model or other data pass your own step: "
+                "TrainingMonitor(model, step_fn=step), where step() trains one step and returns the loss "
+                "(an MLP on the digits can start with nn.Flatten() and take 64 inputs)"
+            )
+            try:
+                error = type(exc)(message)
+            except Exception:  # an exception class with another signature
+                error = RuntimeError(message)
+            raise error from exc
+
+    return default_step
 
 
 def _first_tensor(value: Any) -> Tensor | None:
@@ -165,7 +219,13 @@ def _loss_value(loss: Any) -> float:
     if loss is None:
         return float("nan")
     if isinstance(loss, Tensor):
-        if loss.numel() == 1 and not loss.is_complex():
+        if loss.is_complex():
+            dtype = str(loss.dtype).removeprefix("torch.")
+            raise TypeError(
+                f"step_fn must return a real loss, but it returned a complex tensor ({dtype}, shape "
+                f"{tuple(loss.shape)}); a loss to minimise is a real number: return e.g. loss.abs() or loss.real"
+            )
+        if loss.numel() == 1:
             return float(loss.detach())
         what = f"a tensor of shape {tuple(loss.shape)}"
     elif isinstance(loss, (int, float, np.integer, np.floating)) and not isinstance(loss, bool):
@@ -182,13 +242,27 @@ def _loss_value(loss: Any) -> float:
 
 def _cycle(data: Iterable[Any]) -> Iterator[Any]:
     """Batches of ``data`` for ever: a new pass (epoch) over it each time it runs out."""
+    one_pass = iter(data) is data  # a generator or another iterator: it cannot start a second pass
+    given = 0
     while True:
         empty = True
         for batch in data:
             empty = False
+            given += 1
             yield batch
+        if empty and given and one_pass:
+            raise ValueError(
+                f"data= is a {type(data).__name__} that yielded {given} batches and is now exhausted: a generator or "
+                "iterator cannot start a second pass (epoch). Pass a list of batches or a DataLoader (both can be "
+                "iterated again), or train at most as many steps as it yields"
+            )
+        if empty and given:
+            raise ValueError(f"data= yielded {given} batches on its first pass and none on the next (was it emptied?)")
         if empty:
-            raise ValueError("data= yielded no batch at all")
+            raise ValueError(
+                f"data= yielded no batch at all (an empty {type(data).__name__}); pass a non-empty list of batches or "
+                "a DataLoader"
+            )
 
 
 class MonitorState:
@@ -236,11 +310,21 @@ class MonitorState:
         check_model(model, "TrainingMonitor")
         if not callable(step_fn):
             raise TypeError(f"step_fn must be a function that runs one training step, got {type(step_fn).__name__}")
-        history = check_int(history, "history", minimum=2)
+        history = check_int(history, "history", minimum=2, fix="the default is 512")
+        if history % 2:
+            raise ValueError(
+                f"history must be an even number of points (the oldest are merged two by two when it is full), "
+                f"not {history}; e.g. history={history + 1}"
+            )
         sample = check_int(sample, "sample", minimum=1)
         stats_every = check_int(stats_every, "stats_every", minimum=1, fix="1 turns samples into statistics every step")
         capture_every = check_int(capture_every, "capture_every", minimum=1, fix="1 records every step")
         bins = check_int(bins, "bins", minimum=1, fix="the default is 40")
+        if data is not None and not (hasattr(data, "__iter__") or hasattr(data, "__getitem__")):
+            raise TypeError(
+                f"data must be the batches to train on (a list of batches, a DataLoader, a generator), not "
+                f"{type(data).__name__}"
+            )
         if probe is not None:
             probe = as_tensor_argument(probe, "probe")
             _check_probe(model, probe)
@@ -254,6 +338,11 @@ class MonitorState:
         self._batches: Iterator[Any] | None = None
         chosen = default_layers(model) if layers is None and types is None else resolve_layers(model, layers, types)
         self.layer_names = list(chosen)
+        self._watched: dict[str, nn.Module | None] = dict(chosen)  # name -> the module watched under it (None: gone)
+        self._links = {name: self._path(name) for name in chosen}  # name -> (parent, key, child) from the model down
+        self._changed_at: dict[str, int] = {}  # name -> the step in which the module at that name changed
+        #: what happened to watched layers during training ("layer '2' was replaced at step 5 ..."), in order
+        self.layer_changes: list[str] = []
         self.history = RunHistory(history)
         self.recent: deque[StepStats] = deque(maxlen=_RECENT)
         self.reducer = StridedSample(sample)
@@ -383,8 +472,70 @@ class MonitorState:
         finally:
             self._idle.set()
 
+    def _module_at(self, name: str) -> nn.Module | None:
+        """The module now at ``name`` in the model (``None`` when there is none)."""
+        if not name:
+            return self.model
+        try:
+            module = self.model.get_submodule(name)
+        except (AttributeError, TypeError, KeyError):
+            return None
+        return module if isinstance(module, nn.Module) else None
+
+    def _path(self, name: str) -> tuple[tuple[nn.Module, str, nn.Module], ...] | None:
+        """``(parent, key, child)`` from the model down to ``name`` (``None`` when nothing is at ``name``)."""
+        links = []
+        parent = self.model
+        for key in name.split(".") if name else ():
+            child = parent._modules.get(key)
+            if child is None:
+                return None
+            links.append((parent, key, child))
+            parent = child
+        return tuple(links)
+
+    def _follow_layers(self, step: int) -> bool:
+        """Watch the module now at each watched name: a layer replaced or removed (in step ``step``) is noted.
+
+        Cheap: it runs after every step, and checks each watched layer with a few dict lookups (is
+        each module on the way down still where it was?). Returns ``True`` when a module changed, so
+        that the capture is made again on the modules now in the model.
+        """
+        changed = False
+        for name, links in self._links.items():
+            if links is not None and all(parent._modules.get(key) is child for parent, key, child in links):
+                continue
+            module, now = self._watched[name], self._module_at(name)
+            self._links[name] = self._path(name) if now is not None else None
+            if now is module:
+                continue
+            changed = True
+            if now is None:
+                text = (
+                    f"layer {name!r} was removed from the model in step {step}: it has no statistics from step "
+                    f"{step} on"
+                )
+            elif module is None:
+                text = f"a layer {name!r} ({type(now).__name__}) is back in step {step}: watched from step {step + 1}"
+            else:
+                text = (
+                    f"layer {name!r} was replaced in step {step} (by a new {type(now).__name__}): the new module is "
+                    f"watched from step {step + 1}"
+                )
+            with self._lock:
+                self._watched[name] = now
+                self._changed_at[name] = step
+                self.layer_changes.append(text)
+        return changed
+
+    def _capture(self, **kwargs: Any) -> Capture:
+        """A capture of the watched layers that are in the model now."""
+        live = {name: module for name, module in self._watched.items() if module is not None}
+        return Capture(self.model, live, **kwargs)
+
     def _loop(self, steps: int, on_update: Callable[[MonitorState], None] | None, interval: float) -> None:
-        cap = capture(self.model, self.layer_names, key=self.key, reduce=self.reducer)
+        self._follow_layers(self.step)  # changed between two runs: "in step N" is the last step before
+        cap = self._capture(key=self.key, reduce=self.reducer)
         always = self.capture_every == 1
         last_update = time.perf_counter()
         try:
@@ -406,6 +557,11 @@ class MonitorState:
                 else:
                     with self._lock:
                         self.step += 1
+                if self._follow_layers(self.step):  # the step replaced or removed a watched layer
+                    cap.stop()
+                    cap = self._capture(key=self.key, reduce=self.reducer)
+                    if always:
+                        cap.start()
                 with self._lock:
                     if len(self._pending) >= self.stats_every:
                         self._flush()
@@ -444,11 +600,7 @@ class MonitorState:
         if self.probe is None:
             return {}
         try:
-            with (
-                run_mode(self.model, False),
-                torch.no_grad(),
-                capture(self.model, self.layer_names, key=PROBE_KEY, grads=False) as cap,
-            ):
+            with run_mode(self.model, False), torch.no_grad(), self._capture(key=PROBE_KEY, grads=False) as cap:
                 self.model(self.probe)
         except Exception as exc:  # a probe that does not fit the model must not stop training
             self.probe_note = f"probe failed: {type(exc).__name__}: {exc}"
@@ -457,8 +609,8 @@ class MonitorState:
         maps = {}
         n = len(self.probe) if self.probe.ndim else 0
         for name in self.layer_names:
-            record = cap.records[name]
-            tensor = _first_tensor(record.activations[-1]) if record.activations else None
+            record = cap.records.get(name)
+            tensor = _first_tensor(record.activations[-1]) if record is not None and record.activations else None
             if tensor is not None and tensor.ndim >= 1 and len(tensor) == n:
                 maps[name] = as_numpy(tensor[0])
         with self._lock:
@@ -467,18 +619,25 @@ class MonitorState:
 
     def _collect(self, cap: Any, loss: Any) -> None:
         acts, grads = [], []
+        records = cap.records
         for name in self.layer_names:
-            record = cap.records[name]
-            act = _first_tensor(record.activations[-1]) if record.activations else None
-            grad = _first_tensor(record.gradients[-1]) if record.gradients else None
+            record = records.get(name)  # None: the layer was removed from the model
+            if record is None or not record.activations:
+                acts.append(_EMPTY)
+                grads.append(_EMPTY)
+                continue
+            act, grad = record.activations[-1], record.gradients[-1]
+            if not isinstance(act, Tensor):  # a tuple, dict ... output: its first tensor
+                act = _first_tensor(act)
+            if grad is not None and not isinstance(grad, Tensor):
+                grad = _first_tensor(grad)
             acts.append(_EMPTY if act is None else act)
             grads.append(_EMPTY if grad is None else grad)
-            if act is not None:
+            if act is not None and name not in self._recorded:
                 self._recorded.add(name)
-        value = _loss_value(loss)
         with self._lock:
             self.step += 1
-            self._pending.append((self.step, value, acts, grads))
+            self._pending.append((self.step, loss, acts, grads))
 
     def _flush(self) -> None:
         """Turn pending samples into statistics (call with the lock held: steps stay in order)."""
@@ -494,7 +653,7 @@ class MonitorState:
             first = act["max_abs"][:n_layers]
             self.act_limits = np.array([nice_limit(1.25 * v) for v in first])
         act_hist = abs_histograms(act_samples, np.tile(self.act_limits, len(pending)), self.bins)
-        grad_hist, self.grad_edges = log_histograms(grad_samples, bins=self.bins)
+        grad_hists = _GradHistograms(grad_samples, len(pending), n_layers, self.bins)  # binned when read
 
         def per_step(values: np.ndarray) -> np.ndarray:  # one row per pending step, one column per layer
             return values.reshape(len(pending), n_layers, *values.shape[1:]).astype(np.float32)
@@ -503,7 +662,7 @@ class MonitorState:
         act_nonfinite, act_hist = per_step(act["nan"] + act["inf"]), per_step(act_hist)
         grad_abs_mean, grad_frac_zero = per_step(grad["abs_mean"]), per_step(grad["frac_zero"])
         grad_zeros = per_step(np.nan_to_num(grad["frac_zero"]) * grad["n"])
-        grad_nonfinite, grad_hist = per_step(grad["nan"] + grad["inf"]), per_step(grad_hist)
+        grad_nonfinite = per_step(grad["nan"] + grad["inf"])
         self._nonfinite["activations"] += int(act_nonfinite.sum())
         self._nonfinite["gradients"] += int(grad_nonfinite.sum())
         for i, (step, loss, _, _) in enumerate(pending):
@@ -520,7 +679,8 @@ class MonitorState:
                     grad_frac_zero=grad_frac_zero[i],
                     grad_zeros=grad_zeros[i],
                     grad_nonfinite=grad_nonfinite[i],
-                    grad_hist=grad_hist[i],
+                    _grad_hists=grad_hists,
+                    _row=i,
                 )
             )
             self.history.append(
@@ -610,7 +770,16 @@ class MonitorState:
         recent = self._recent(last)
         if not recent:
             return np.full(len(self.layer_names), np.nan)
-        return np.mean([s.grad_abs_mean for s in recent], axis=0)
+        values = np.array([s.grad_abs_mean for s in recent])
+        means = values.mean(axis=0)
+        with self._lock:
+            changed = dict(self._changed_at)
+        if changed:  # a layer replaced in step N: its new module's steps only (step N may have none)
+            steps = np.array([s.step for s in recent])
+            for name, since in changed.items():
+                after = values[steps > since, self._index(name)]
+                means[self._index(name)] = after.mean() if len(after) else np.nan
+        return means
 
     def silent_layers(self) -> list[str]:
         """Watched layers that produced no output in any recorded step (never called as a module).
@@ -647,15 +816,18 @@ class MonitorState:
             return f"no steps yet; watching {len(self.layer_names)} layers: {', '.join(self.layer_names)}"
         depth = self.grad_by_depth()
         silent = set(self.silent_layers())
+        with self._lock:
+            changes, gone = list(self.layer_changes), {n for n, m in self._watched.items() if m is None}
         lines = [
             f"steps 1-{self.step} in {len(self.history)} points of {self.history.width} step(s) "
             f"(at most {self.history.capacity} points)",
             f"loss: first point {losses[0]:.3f}, last {losses[-1]:.3f}",
             "mean |grad| by depth: "
             + ", ".join(
-                f"{n}=not called" if n in silent else f"{n}={v:.1e}"
+                f"{n}=removed" if n in gone else f"{n}=not called" if n in silent else f"{n}={v:.1e}"
                 for n, v in zip(self.layer_names, depth, strict=True)
             ),
+            *changes,
         ]
         return "\n".join(lines)
 
@@ -781,10 +953,12 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
                 raise ValueError("pass a model (and a step_fn, or it trains on the bundled digits)")
             if step_fn is None and kwargs.get("data") is not None:
                 raise ValueError("data= needs a step_fn(batch) that trains on one of its batches")
+            if step_fn is None:
+                check_model(model, "TrainingMonitor")  # before the default step reads its parameters
             if step_fn is None and "probe" not in kwargs:
                 images, labels = load_digits("test")
                 kwargs["probe"], kwargs["probe_label"] = images[:1], int(labels[0])
-            state = MonitorState(model, step_fn or digits_step_fn(model), **kwargs)
+            state = MonitorState(model, step_fn or _default_step(model), **kwargs)
         self.state = state
         self.interval = interval
         self.charts_every = charts_every
@@ -857,7 +1031,8 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
             what = f"stopped by an error: {s.last_error}"
         else:
             what = "training…" if s.running else "stopped"
-        return caption_html(f"step {s.step} · {loss} · {what}")
+        changes = f" · {s.layer_changes[-1]}" if s.layer_changes else ""
+        return caption_html(f"step {s.step} · {loss} · {what}{changes}")
 
     def redraw(self, state: MonitorState | None = None, charts: bool | None = None) -> None:
         """Draw the live row now, and the charts when due (``charts=None``: every few seconds while training).
