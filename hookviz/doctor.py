@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hookviz import releases
+from hookviz.i18n import get_language, tr
 
 # `python -m hookviz.doctor` first imports the package, whose __init__ imports this module, and runpy then
 # warns that the module it is about to run is already imported. Harmless here (main() only reads the
@@ -185,14 +186,25 @@ def release_warning(version: str) -> str:
 
 
 def _print_verdict(verdict: Verdict) -> None:
+    """The warnings, then READY or NOT READY with numbered fixes, in the current language (:func:`tr`).
+
+    In Chinese the words WARNING, READY and NOT READY follow in parentheses, since the workshop kits name them.
+    """
+    zh = get_language() == "zh"
     for warning in verdict.warnings:
-        print(f"\nWARNING: {warning}")
+        print(f"\n警告（WARNING）：{tr(warning)}" if zh else f"\nWARNING: {warning}")
     if verdict.ready:
-        print("\nREADY: everything the course needs is installed.")
+        ready = "就绪（READY）：课程需要的一切都已安装。" if zh else "READY: everything the course needs is installed."
+        print(f"\n{ready}")
         return
-    print("\nNOT READY. Fix, in this order:")
+    print("\n未就绪（NOT READY）。请按以下顺序修复：" if zh else "\nNOT READY. Fix, in this order:")
     for number, problem in enumerate(verdict.problems, start=1):
-        print(f"  {number}. {problem}")
+        print(f"  {number}. {tr(problem)}")
+
+
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: a Chinese character takes two."""
+    return sum(2 if "\u2e80" <= char <= "\u9fff" or "\uff00" <= char <= "\uffef" else 1 for char in text)
 
 
 def check_setup() -> dict[str, str | None]:
@@ -202,9 +214,11 @@ def check_setup() -> dict[str, str | None]:
     hooks on a model instead, use :func:`hookviz.diagnose` (the hook doctor).
     """
     report = environment_report()
-    width = max(map(len, report))
+    names = {name: tr(name) for name in report}
+    width = max(_width(name) for name in names.values())
     for name, value in report.items():
-        print(f"{name.ljust(width)}  {value if value is not None else 'MISSING'}")
+        shown = names[name]
+        print(f"{shown}{' ' * (width - _width(shown))}  {value if value is not None else tr('MISSING')}")
     _print_verdict(check(report))
     return report
 

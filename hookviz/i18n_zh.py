@@ -1095,3 +1095,443 @@ NAMES: dict[str, str] = {
     "x + 1 (saves nothing)": "x + 1（什么也不保存）",
 }
 
+
+# --- the hook doctor (hookviz.diagnose): the report's words, each rule's message and fix. Kind ids, module
+# names, hook names, code and Python's own error text stay as written (hook names and errors in code font) ---
+_DOCTOR: dict[str, str] = {
+    "no findings": "没有发现问题",
+    "severity": "严重程度",
+    "kind": "种类",
+    "where": "位置",
+    "see": "参见",
+    "what happens": "会发生什么",
+    "fix": "怎么改",
+    "error": "错误",
+    "warning": "警告",
+    "info": "提示",
+    # registration
+    "the {} hooks {} on these modules were made in a loop and read the loop variable {} when they run: every one of "
+    "them sees its last value ({}), not the value of its own module.": (
+        "这些模块上的 `{0}` 钩子 `{1}` 是在循环中创建的，运行时才读取循环变量 `{2}`：它们看到的都是这个变量的最后一个值"
+        "（`{3}`），而不是各自模块的值。"
+    ),
+    "bind the value when the hook is made: a factory function, functools.partial or a default argument (name=name)": (
+        "在创建钩子时就把值绑定下来：用工厂函数、`functools.partial` 或默认参数（`name=name`）"
+    ),
+    "the same {} hook {} is attached more than once: it runs once per copy (a cell run twice, or a registration "
+    "inside the training loop).": (
+        "同一个 `{0}` 钩子 `{1}` 被挂了不止一次：挂了几份就运行几次（单元格运行了两次，或者在训练循环里注册）。"
+    ),
+    "register once, before the loop, keep the handle and remove it in a finally": (
+        "在循环之前只注册一次，保存句柄，并在 `finally` 中移除它"
+    ),
+    "{} is a legacy backward hook (register_backward_hook): it fires on the last autograd node of the module's forward "
+    "only, so grad_input can be the gradient of that one operation.": (
+        "`{}` 是旧式反向钩子（`register_backward_hook`）：它只在模块前向的最后一个 autograd 节点上触发，所以 "
+        "`grad_input` 可能只是那一个运算的梯度。"
+    ),
+    "register_full_backward_hook, with the same signature": "改用 `register_full_backward_hook`，签名不变",
+    "a global legacy backward hook (register_module_backward_hook) sees the last autograd node of each module only.": (
+        "全局旧式反向钩子（`register_module_backward_hook`）只看到每个模块的最后一个 autograd 节点。"
+    ),
+    "register_module_full_backward_hook": "改用 `register_module_full_backward_hook`",
+    "in eval mode under torch.no_grad() these TransformerEncoderLayers can run as one fused kernel and call none of "
+    "their submodules: your global forward hooks then see nothing inside them.": (
+        "在 eval 模式下、`torch.no_grad()` 之中，这些 `TransformerEncoderLayer` 可能作为一个融合内核运行，不调用任何子模块："
+        "这时你的全局前向钩子看不到它们内部的任何东西。"
+    ),
+    "register the hooks on the submodules you want (that keeps the layer off its fast path), or "
+    "torch.backends.mha.set_fastpath_enabled(False) around the run": (
+        "把钩子注册在你想看的子模块上（这样该层就不走快速路径），或者在运行期间使用 "
+        "`torch.backends.mha.set_fastpath_enabled(False)`"
+    ),
+    "with a src_key_padding_mask, in eval mode under torch.no_grad(), this encoder packs the batch into a nested "
+    "tensor: these hooks then receive a NestedTensor, on which output.shape and slicing fail.": (
+        "带 `src_key_padding_mask`、在 eval 模式下且在 `torch.no_grad()` 之中时，这个编码器会把批次打包成嵌套张量："
+        "这些钩子收到的就是 `NestedTensor`，在它上面 `output.shape` 和切片都会失败。"
+    ),
+    "pad it back in the hook (output.to_padded_tensor(0.0) when output.is_nested), or build the encoder with "
+    "enable_nested_tensor=False": (
+        "在钩子里把它填充回普通张量（`output.is_nested` 时用 `output.to_padded_tensor(0.0)`），或者用 "
+        "`enable_nested_tensor=False` 构建编码器"
+    ),
+    "under this GradScaler the gradient hooks here run during backward(), before unscale_: they see gradients "
+    "multiplied by the scale (65,536 at first); norms logged are that much too big and clipping there is undone by "
+    "unscaling.": (
+        "在这个 `GradScaler` 下，这里的梯度钩子在 `backward()` 期间、`unscale_` 之前运行：它们看到的梯度乘上了缩放系数"
+        "（起初是 65,536）；记录的范数大了这么多倍，在那里做的裁剪也会被取消缩放抵消。"
+    ),
+    "call scaler.unscale_(optimizer) and clip with clip_grad_norm_ after backward(); log in an optimizer step "
+    "pre-hook": (
+        "在 `backward()` 之后调用 `scaler.unscale_(optimizer)`，再用 `clip_grad_norm_` 裁剪；在优化器的 step 预钩子中记录"
+    ),
+    # failures
+    "this module has a full backward hook (or backward pre-hook), which makes its output a view made by "
+    "BackwardHookFunction; the in-place operation that follows it (out += identity, ReLU(inplace=True)) makes the "
+    "forward fail: {}": (
+        "这个模块有完整反向钩子（或反向预钩子），这使它的输出成为由 `BackwardHookFunction` 生成的视图；紧随其后的原地运算"
+        "（`out += identity`、`ReLU(inplace=True)`）会让前向失败：`{}`"
+    ),
+    "take the gradient with a tensor hook on the output, registered from a forward hook; or make the next operation "
+    "out-of-place": "改用张量钩子取梯度：在前向钩子中给输出注册张量钩子；或者把后面的运算改成非原地的",
+    "backward() fails: {}: {}": "`backward()` 失败：`{0}: {1}`",
+    "a tensor hook returns None or a tensor of the gradient's shape and dtype": (
+        "张量钩子要么返回 `None`，要么返回与梯度形状和 dtype 相同的张量"
+    ),
+    "return a new tensor from the hook instead of editing the output in place": "让钩子返回一个新张量，不要原地修改输出",
+    "look the error up in the clinic's index by symptom": "在错误诊所笔记本的“按症状查找”索引中查这个错误",
+    # every call of a hook
+    "the backward hook {} reads a `.grad`, but it runs before this step's parameter gradients are accumulated: it "
+    "sees None, zeros or last step's gradient.": (
+        "反向钩子 `{}` 读取了 `.grad`，但它在这一步的参数梯度累加之前运行：它看到的是 `None`、零或者上一步的梯度。"
+    ),
+    "register_post_accumulate_grad_hook on the parameter (it runs after .grad is written)": (
+        "在参数上用 `register_post_accumulate_grad_hook`（它在 `.grad` 写入之后运行）"
+    ),
+    "the forward hook {} edits the module's output in place: when a layer saved that output for backward (ReLU, Tanh, "
+    "Sigmoid ...), backward() fails with 'modified by an inplace operation'; elsewhere the edit silently changes "
+    "what later hooks see.": (
+        "前向钩子 `{}` 原地修改了模块的输出：如果某层为反向传播保存了这个输出（`ReLU`、`Tanh`、`Sigmoid`……），"
+        "`backward()` 会以 `modified by an inplace operation` 失败；在其他情况下，这个修改会悄悄改变后面的钩子看到的值。"
+    ),
+    "return a new tensor (output * 2, output.clamp(...)) instead of editing in place": (
+        "返回一个新张量（`output * 2`、`output.clamp(...)`），不要原地修改"
+    ),
+    "the forward pre-hook {} edits the module's input in place: that tensor is the previous layer's output (or your "
+    "batch), so the edit changes it for every other reader, and backward() fails when an operation saved it.": (
+        "前向预钩子 `{}` 原地修改了模块的输入：这个张量是上一层的输出（或者你的批次），所以修改会影响其他所有读取它的地方；"
+        "如果有运算保存了它，`backward()` 会失败。"
+    ),
+    "return new arguments instead: return (args[0] * 2,) (a pre-hook's return value replaces the arguments)": (
+        "改为返回新的参数：`return (args[0] * 2,)`（前向预钩子的返回值会替换参数）"
+    ),
+    "return a new gradient instead of editing the argument: `return grad * 0.5` in a tensor hook, "
+    "`return tuple(None if g is None else g * 0.5 for g in grad_input)` in a backward hook": (
+        "返回新的梯度，不要修改参数：张量钩子中写 `return grad * 0.5`，反向钩子中写 "
+        "`return tuple(None if g is None else g * 0.5 for g in grad_input)`"
+    ),
+    "the hook {} returns a RemovableHandle (a lambda returning output.register_hook(...)): what a forward hook returns "
+    "replaces the output, so the next layer receives the handle.": (
+        "钩子 `{}` 返回了一个 `RemovableHandle`（一个返回 `output.register_hook(...)` 的 lambda）：前向钩子的返回值会"
+        "替换输出，于是下一层收到的是这个句柄。"
+    ),
+    "a def that registers the tensor hook and returns nothing": "改用 def：在里面注册张量钩子，不返回任何值",
+    "the forward hook {} returns {} where the module returned a {} of {}: the returned value replaces the whole "
+    "output, so the code after the module unpacks the wrong thing.": (
+        "前向钩子 `{0}` 返回了 `{1}`，而模块返回的是含 {3} 个元素的 `{2}`：返回值会替换整个输出，所以模块后面的代码"
+        "解包到的是错误的东西。"
+    ),
+    "return the same structure, changing only the entry you mean: (hidden * 2, *rest)": (
+        "返回同样的结构，只改你要改的那一项：`(hidden * 2, *rest)`"
+    ),
+    "the forward hook {} returns a tensor that needs no gradient (output.detach()?): it replaces the output, so no "
+    "gradient flows back through this module and the layers before it stop learning.": (
+        "前向钩子 `{}` 返回了一个不需要梯度的张量（`output.detach()`？）：它替换了输出，于是没有梯度能反向流过这个模块，"
+        "它之前的各层不再学习。"
+    ),
+    "a hook that stores returns nothing: stored.append(output.detach()) without `return`": (
+        "只做保存的钩子不返回任何值：写 `stored.append(output.detach())`，不写 `return`"
+    ),
+    "the tensor hook {} returns a tensor of shape {} ({}) for a gradient of shape {} ({}): what a tensor hook returns "
+    "replaces the gradient, and backward() refuses another size or type.": (
+        "张量钩子 `{0}` 对形状为 {3}（{4}）的梯度返回了形状为 {1}（{2}）的张量：张量钩子的返回值会替换梯度，"
+        "而 `backward()` 不接受别的形状或类型。"
+    ),
+    "the tensor hook {} returns a {} for a gradient of shape {} ({}): what a tensor hook returns replaces the "
+    "gradient, and backward() refuses another size or type.": (
+        "张量钩子 `{0}` 对形状为 {2}（{3}）的梯度返回了一个 `{1}`：张量钩子的返回值会替换梯度，"
+        "而 `backward()` 不接受别的形状或类型。"
+    ),
+    "return None (compute summaries separately) or a tensor of the same shape and dtype": (
+        "返回 `None`（摘要另外计算），或者返回形状和 dtype 都相同的张量"
+    ),
+    "the post-accumulate-grad hook {} edits the parameter itself in place: it receives the parameter, not its "
+    "gradient, so the weights change and .grad does not.": (
+        "梯度累加后钩子 `{}` 原地修改了参数本身：它收到的是参数，不是参数的梯度，所以改变的是权重，`.grad` 没有变。"
+    ),
+    "edit param.grad inside the hook (param.grad.mul_(0.5))": "在钩子里修改 `param.grad`（`param.grad.mul_(0.5)`）",
+    "the post-accumulate-grad hook {} returns a {} (a lambda returns its expression, p.grad.mul_(0.5) included): "
+    "PyTorch requires None from these hooks, and backward() fails with 'post accumulate grad hooks should return "
+    "None'.": (
+        "梯度累加后钩子 `{0}` 返回了一个 `{1}`（lambda 会返回它的表达式的值，`p.grad.mul_(0.5)` 也不例外）："
+        "PyTorch 要求这类钩子返回 `None`，`backward()` 会以 `post accumulate grad hooks should return None` 失败。"
+    ),
+    "return nothing: a def whose body edits param.grad (a lambda returns what its expression gives)": (
+        "不要返回任何值：改用 def，在函数体中修改 `param.grad`（lambda 会返回表达式的值）"
+    ),
+    "return the new value (return grad_input, return output, return grad): a hook returning None changes nothing": (
+        "返回新值（`return grad_input`、`return output`、`return grad`）：返回 `None` 的钩子什么也不改变"
+    ),
+    "end the hook with `return {}`": "在钩子末尾加上 `return {}`",
+    "the {} hook {} raises {}: {}": "`{0}` 钩子 `{1}` 抛出了 `{2}: {3}`",
+    "run the hook on its own to see why; an exception in a hook stops the whole forward/backward": (
+        "单独运行这个钩子，看看原因；钩子里的异常会中断整个前向或反向传播"
+    ),
+    "use the signature of the kind you register: forward (module, args, output), pre-hook (module, args), full "
+    "backward (module, grad_input, grad_output), tensor (grad)": (
+        "使用你所注册的钩子种类的签名：前向钩子 `(module, args, output)`，前向预钩子 `(module, args)`，完整反向钩子 "
+        "`(module, grad_input, grad_output)`，张量钩子 `(grad)`"
+    ),
+    "with with_kwargs=True: forward hook (module, args, kwargs, output), pre-hook (module, args, kwargs)": (
+        "使用 `with_kwargs=True` 时：前向钩子 `(module, args, kwargs, output)`，前向预钩子 `(module, args, kwargs)`"
+    ),
+    "the hook's input is the tuple of positional arguments: take args[0]": "钩子收到的输入是位置参数组成的元组：取 `args[0]`",
+    "the module was called with keywords only: register with with_kwargs=True and find the argument by name "
+    "(inspect.signature(module.forward).bind(*args, **kwargs))": (
+        "这个模块只用关键字参数调用：注册时加上 `with_kwargs=True`，再按名字找参数"
+        "（`inspect.signature(module.forward).bind(*args, **kwargs)`）"
+    ),
+    "an entry of a hook's tuple is None when there is nothing: skip None entries": (
+        "钩子收到的元组中，没有值的项是 `None`：跳过这些项"
+    ),
+    "store into a dict or list the hook mutates, or declare nonlocal / global": (
+        "存进钩子去修改的字典或列表，或者声明 `nonlocal` / `global`"
+    ),
+    "hook only the tensors and parameters that require grad": "只给需要梯度的张量和参数挂钩子",
+    "read parameter gradients in register_post_accumulate_grad_hook, which runs after .grad is written": (
+        "在 `register_post_accumulate_grad_hook` 中读取参数梯度，它在 `.grad` 写入之后运行"
+    ),
+    "keep None entries of grad_input as None: tuple(None if g is None else g * s for g in grad_input)": (
+        "`grad_input` 中的 `None` 项保持为 `None`：`tuple(None if g is None else g * s for g in grad_input)`"
+    ),
+    "in the forward hook, output.requires_grad_(True) before output.register_hook (or give the input "
+    "requires_grad=True)": (
+        "在前向钩子中先调用 `output.requires_grad_(True)`，再调用 `output.register_hook`（或者给输入设置 "
+        "`requires_grad=True`）"
+    ),
+    # after the run
+    "the {} hook {} ran {} time(s) in the forward and {} more during backward(): activation checkpointing recomputes "
+    "this module's forward, hooks included.": (
+        "`{0}` 钩子 `{1}` 在前向中运行了 {2} 次，在 `backward()` 期间又运行了 {3} 次：激活检查点会重新计算这个模块的前向，"
+        "钩子也跟着重跑。"
+    ),
+    "record only outside backward (torch._C._current_graph_task_id() == -1), or clear the records before each step": (
+        "只在反向传播之外记录（`torch._C._current_graph_task_id() == -1`），或者在每一步之前清空记录"
+    ),
+    "{} ({}) is called {} times in one forward: its hooks fire on every call, and a record keyed by module keeps only "
+    "the last call's.": (
+        "`{0}`（`{1}`）在一次前向中被调用了 {2} 次：它的钩子每次调用都会触发，以模块为键的记录只保留最后一次调用的结果。"
+    ),
+    "{} ({}) is called {} times in one forward: the global hooks fire for it on every call, and a record keyed by "
+    "module keeps only the last call's.": (
+        "`{0}`（`{1}`）在一次前向中被调用了 {2} 次：全局钩子每次调用都会为它触发，以模块为键的记录只保留最后一次调用的结果。"
+    ),
+    "one module object per use (or record a list of calls)": "每处使用一个单独的模块对象（或者把每次调用记进列表）",
+    "the hooks on {} ({}) never fired: {} is a container that is never called.": (
+        "`{0}` 上的钩子（`{1}`）从未触发：`{2}` 是一个从不被调用的容器。"
+    ),
+    "the hooks on {} ({}) never fired: MultiheadAttention hands out_proj's weights to a function and never calls "
+    "out_proj.": (
+        "`{0}` 上的钩子（`{1}`）从未触发：`MultiheadAttention` 把 `out_proj` 的权重交给一个函数，从不调用 `out_proj`。"
+    ),
+    "the hooks on {} ({}) never fired: the forward never called it (a direct .forward() call, a functional op or an "
+    "unused branch).": (
+        "`{0}` 上的钩子（`{1}`）从未触发：前向从未调用它（直接调用了 `.forward()`、用了函数式运算，或者是没有走到的分支）。"
+    ),
+    "hook a module that is called (see the module calls with hookviz.HookTimeline)": (
+        "把钩子挂在会被调用的模块上（用 `hookviz.HookTimeline` 查看模块的调用）"
+    ),
+    "hook each element, or the module whose forward runs the loop": "给每个元素挂钩子，或者挂在由其 forward 运行这个循环的模块上",
+    "hook self_attn itself (its output is (attended, weights))": "直接给 `self_attn` 挂钩子（它的输出是 `(attended, weights)`）",
+    "hook only the parts that get gradients (the trainable ones after the frozen part)": (
+        "只给能得到梯度的部分挂钩子（冻结部分之后那些可训练的部分）"
+    ),
+    "use torch.utils.checkpoint(..., use_reentrant=False)": "改用 `torch.utils.checkpoint(..., use_reentrant=False)`",
+    "return the result from forward() (return self.result), or give diagnose() the model whose forward does": (
+        "让 `forward()` 返回结果（`return self.result`），或者把 forward 有返回值的那个模型交给 `diagnose()`"
+    ),
+    "give loss_fn= a differentiable loss (cross_entropy(out, y), out.pow(2).mean()): no argmax, .detach(), .item() or "
+    "torch.no_grad() inside it": (
+        "给 `loss_fn=` 一个可微的损失（`cross_entropy(out, y)`、`out.pow(2).mean()`）：里面不要用 `argmax`、"
+        "`.detach()`、`.item()` 或 `torch.no_grad()`"
+    ),
+    # what the hooks stored
+    "the hook {} stores {} without a copy (weight.detach() shares its memory): the optimizer updates it in place, so "
+    "every stored snapshot will equal the final value.": (
+        "钩子 `{0}` 保存了 `{1}`，却没有复制（`weight.detach()` 与它共享内存）：优化器会原地更新它，所以保存的每个快照"
+        "最终都等于最后的值。"
+    ),
+    "store weight.detach().clone()": "保存 `weight.detach().clone()`",
+    "the hook {} stores a tensor that is still part of the autograd graph: it keeps the graph (and its saved "
+    "activations) alive as long as you keep it, and memory grows every step.": (
+        "钩子 `{}` 保存的张量仍是 autograd 计算图的一部分：只要你留着它，计算图（及其保存的激活）就一直占着内存，"
+        "内存每一步都在增长。"
+    ),
+    "store output.detach() (and .cpu() for long runs)": "保存 `output.detach()`（长时间运行时再加 `.cpu()`）",
+    "the hook {} stores the output without a copy (output.detach() shares its memory), and an in-place operation "
+    "after the module (ReLU(inplace=True), out += identity) edits that memory: the stored activation is not what the "
+    "module returned.": (
+        "钩子 `{}` 保存输出时没有复制（`output.detach()` 与它共享内存），而模块之后的原地运算（`ReLU(inplace=True)`、"
+        "`out += identity`）修改了这块内存：保存的激活已不是模块返回的值。"
+    ),
+    "store output.detach().clone() (detach() alone shares the output's memory)": (
+        "保存 `output.detach().clone()`（只用 `detach()` 仍与输出共享内存）"
+    ),
+    # a torch.compile wrapper
+    "this is a torch.compile wrapper: the doctor runs the original module eagerly. Hooks registered after the first "
+    "compiled call may not be seen by the compiled code until it recompiles.": (
+        "这是一个 `torch.compile` 包装器：诊断程序以 eager 方式运行原始模块。第一次编译调用之后注册的钩子，"
+        "在重新编译之前编译后的代码可能看不到。"
+    ),
+    "register hooks before compiling (or diagnose the model before torch.compile)": (
+        "在编译之前注册钩子（或者在 `torch.compile` 之前诊断模型）"
+    ),
+}
+
+# The gradient hooks edited in place: the kind is English prose ("backward pre hook"), one key per kind.
+for _kind, _zh in {
+    "tensor hook": "张量钩子",
+    "backward hook": "反向钩子",
+    "backward pre hook": "反向预钩子",
+    "backward legacy hook": "旧式反向钩子",
+    "global backward hook": "全局反向钩子",
+    "global backward pre hook": "全局反向预钩子",
+    "global backward legacy hook": "全局旧式反向钩子",
+}.items():
+    _DOCTOR[
+        f"the {_kind} {{}} edits the gradient it receives in place, and then fails: {{}}: {{}} (a gradient can be an "
+        "expanded view, one memory cell for many elements, which PyTorch refuses to write into)."
+    ] = (
+        f"{_zh} `{{0}}` 原地修改了它收到的梯度，随后失败：`{{1}}: {{2}}`（梯度可能是扩展出来的视图，许多元素共用一个内存单元，"
+        "PyTorch 拒绝向其中写入）。"
+    )
+    _DOCTOR[
+        f"the {_kind} {{}} edits the gradient it receives in place: PyTorch's documentation says a hook must not modify "
+        "its argument. The edit works or not by accident: it can change another tensor's gradient that shares the "
+        "memory, and it fails when the gradient is an expanded view."
+    ] = (
+        f"{_zh} `{{}}` 原地修改了它收到的梯度：PyTorch 文档规定钩子不得修改它的参数。这样的修改成不成功全凭偶然："
+        "它可能改掉共享同一块内存的另一个张量的梯度，而当梯度是扩展视图时它会失败。"
+    )
+
+# A hook that computes a new value and returns None: the kind and what it would replace, one key per pair.
+for _kind, _zh, _what, _what_zh in (
+    ("tensor", "张量钩子", "the gradient", "梯度"),
+    ("forward", "前向钩子", "the output", "输出"),
+    ("forward pre", "前向预钩子", "the arguments", "参数"),
+    ("backward", "反向钩子", "grad_input", "`grad_input`"),
+    ("backward pre", "反向预钩子", "grad_output", "`grad_output`"),
+    ("backward legacy", "旧式反向钩子", "grad_input", "`grad_input`"),
+    ("global forward", "全局前向钩子", "the output", "输出"),
+    ("global forward pre", "全局前向预钩子", "the arguments", "参数"),
+    ("global backward", "全局反向钩子", "grad_input", "`grad_input`"),
+    ("global backward pre", "全局反向预钩子", "grad_output", "`grad_output`"),
+    ("global backward legacy", "全局旧式反向钩子", "grad_input", "`grad_input`"),
+):
+    _DOCTOR[
+        f"the {_kind} hook {{}} computes {{}} and never uses it, and returns None: only what a hook returns replaces "
+        f"{_what}, so the new value is lost and the hook changes nothing."
+    ] = (
+        f"{_zh} `{{0}}` 算出了 `{{1}}` 却从未使用，并返回了 `None`：只有钩子的返回值才会替换{_what_zh}，所以新值丢失了，"
+        "这个钩子什么也没有改变。"
+    )
+
+# A gradient hook that never fired: why, with or without reentrant checkpointing.
+for _why, _why_zh in (
+    ("the parameter does not require grad", "这个参数不需要梯度"),
+    ("no output of the model requires grad, so there was no backward pass", "模型没有任何输出需要梯度，所以没有反向传播"),
+    ("no gradient reached it in backward()", "`backward()` 中没有梯度到达它"),
+):
+    for _end, _end_zh in ((".", "。"), (" (reentrant checkpointing cut this segment out of the graph).",
+                                         "（可重入检查点把这一段从计算图中切掉了）。")):
+        _DOCTOR[f"the {{}} hook {{}} never fired: {_why}{_end}"] = f"`{{0}}` 钩子 `{{1}}` 从未触发：{_why_zh}{_end_zh}"
+
+# No backward pass: the forward returned None, or the loss_fn cut the graph; which gradient hooks went unchecked.
+for _unchecked, _unchecked_zh in (
+    ("(no gradient hook is attached, so none was left unchecked)", "（没有挂梯度钩子，所以没有漏检的）"),
+    ("(the gradient hooks at {} were not checked)", "（`{}` 处的梯度钩子没有检查）"),
+):
+    _DOCTOR[
+        "the model's forward returned None, so no backward pass could run: the forward checks ran, the gradient checks "
+        f"could not {_unchecked}."
+    ] = f"模型的 `forward` 返回了 `None`，所以无法进行反向传播：前向检查已运行，梯度检查无法运行{_unchecked_zh}。"
+    _DOCTOR[
+        "the model's output requires grad, but the loss_fn you gave returns a tensor that does not (argmax, detach, "
+        ".item() or no_grad inside it): your loss_fn cut the graph, not the model, so no backward pass could run "
+        f"{_unchecked}."
+    ] = (
+        "模型的输出需要梯度，但你给的 `loss_fn` 返回的张量不需要（里面用了 `argmax`、`detach`、`.item()` 或 `no_grad`）："
+        f"切断计算图的是你的 `loss_fn`，不是模型，所以无法进行反向传播{_unchecked_zh}。"
+    )
+
+MESSAGES.update(_DOCTOR)
+
+# --- the setup check (hookviz.check_setup / hookviz.doctor): its row names and its fixes ----------------------
+MESSAGES.update({
+    "widget front end": "小部件前端",
+    "cuda available": "CUDA 可用",
+    "torch threads": "torch 线程数",
+    "MISSING": "缺失",
+    "Python {} is too old: install Python {} or newer (SETUP.md), then make the course's environment again.": (
+        "Python {0} 太旧了：请安装 Python {1} 或更新的版本（见 SETUP.md），然后重新建立课程的环境。"
+    ),
+    "missing {}: run `make setup` in the course folder (or `pip install -e .` in your environment; see SETUP.md).": (
+        "缺少 {}：在课程文件夹中运行 `make setup`（或者在你自己的环境中运行 `pip install -e .`；见 SETUP.md）。"
+    ),
+    "missing {}: run the notebook's first cell (the Colab guard installs hookviz with --no-deps), or `!pip install {}` "
+    "in a cell.": (
+        "缺少 {0}：运行笔记本的第一个单元格（Colab 保护单元格会用 `--no-deps` 安装 hookviz），或者在单元格中运行 "
+        "`!pip install {1}`。"
+    ),
+    "JupyterLab cannot draw the widgets of notebook 06 (no @jupyter-widgets/jupyterlab-manager): `make lab` installs "
+    "it (package jupyterlab_widgets); in your own environment `pip install jupyterlab_widgets`, then restart "
+    "JupyterLab.": (
+        "JupyterLab 画不出笔记本 06 的小部件（缺少 `@jupyter-widgets/jupyterlab-manager`）：`make lab` 会安装它"
+        "（`jupyterlab_widgets` 包）；在你自己的环境中运行 `pip install jupyterlab_widgets`，然后重启 JupyterLab。"
+    ),
+    "on Colab: no `make` needed - run each notebook's first cell (it installs hookviz, keeping Colab's torch); the "
+    "widgets of notebook 06 need Colab's widget manager: run `from google.colab import output; "
+    "output.enable_custom_widget_manager()` once per runtime if they do not show; save your work with File > Save a "
+    "copy in Drive (a runtime reset loses it).": (
+        "在 Colab 上：不需要 `make`，运行每个笔记本的第一个单元格即可（它会安装 hookviz，并保留 Colab 的 torch）；"
+        "笔记本 06 的小部件需要 Colab 的小部件管理器：如果它们不显示，每个运行时运行一次 "
+        "`from google.colab import output; output.enable_custom_widget_manager()`；用“文件 > 在云端硬盘中保存一份副本”"
+        "（`File > Save a copy in Drive`）保存你的作业（重置运行时会丢失它）。"
+    ),
+})
+
+# --- the student copies' short tracebacks (hookviz.exercises.short_traceback): the frames and the error
+# stay as Python prints them ---------------------------------------------------------------------------------
+MESSAGES.update({
+    "Traceback (your code; frames inside libraries folded):": "回溯（只列出你的代码；库内部的调用帧已折叠）：",
+    "{} frames inside {}": "{1} 内部的 {0} 个调用帧",
+    "{} frame inside {}": "{1} 内部的 {0} 个调用帧",
+})
+
+# --- the hook doctor's refusals (hookviz.diagnose raises DiagnosisError): why it cannot run and what to give ---
+MESSAGES.update({
+    "diagnose() needs `inputs`, the arguments of one forward call: a tensor, a tuple of positional arguments or a "
+    "dict of keyword arguments, e.g. hookviz.diagnose(model, torch.randn(8, 1, 8, 8))": (
+        "`diagnose()` 需要 `inputs`，即一次前向调用的参数：一个张量、一个由位置参数组成的元组，或一个由关键字参数组成的字典，"
+        "例如 `hookviz.diagnose(model, torch.randn(8, 1, 8, 8))`"
+    ),
+    "diagnose() got `inputs` of type {}; give a tensor, a tuple of positional arguments or a dict of keyword "
+    "arguments": "`diagnose()` 收到的 `inputs` 类型是 `{}`；请给一个张量、一个由位置参数组成的元组，或一个由关键字参数组成的字典",
+    "diagnose() got `inputs` of type {} (a NumPy array: torch.as_tensor(x) turns it into a tensor); give a tensor, a "
+    "tuple of positional arguments or a dict of keyword arguments": (
+        "`diagnose()` 收到的 `inputs` 类型是 `{}`（NumPy 数组：用 `torch.as_tensor(x)` 把它变成张量）；请给一个张量、"
+        "一个由位置参数组成的元组，或一个由关键字参数组成的字典"
+    ),
+    "`kwargs` must be a dict of keyword arguments, got {}": "`kwargs` 必须是由关键字参数组成的字典，收到的却是 `{}`",
+    "diagnose() needs the model (an nn.Module) as its first argument, got {}; call hookviz.diagnose(model, inputs)": (
+        "`diagnose()` 的第一个参数必须是模型（一个 `nn.Module`），收到的却是 `{}`；请调用 `hookviz.diagnose(model, inputs)`"
+    ),
+    "diagnose() was called inside torch.inference_mode(): no tensor made there can have a gradient, so no backward "
+    "pass can run (and hooks would be judged on a graph that does not exist). Call hookviz.diagnose(model, inputs) "
+    "outside the `with torch.inference_mode():` block.": (
+        "`diagnose()` 是在 `torch.inference_mode()` 之中调用的：在那里创建的张量都不能有梯度，所以无法进行反向传播"
+        "（钩子会在一个并不存在的计算图上被评判）。请在 `with torch.inference_mode():` 块之外调用 "
+        "`hookviz.diagnose(model, inputs)`。"
+    ),
+    "the model's {} (and {} more) is an inference tensor: the model was built or loaded inside "
+    "torch.inference_mode(), so it cannot take part in a backward pass. Build or load it outside the `with "
+    "torch.inference_mode():` block (torch.no_grad() is enough for evaluation).": (
+        "模型的 `{0}`（另有 {1} 个）是推理张量：模型是在 `torch.inference_mode()` 之中构建或加载的，所以不能参与反向传播。"
+        "请在 `with torch.inference_mode():` 块之外构建或加载它（评估时用 `torch.no_grad()` 就够了）。"
+    ),
+    "loss_fn must be a function that turns the model's output into a scalar tensor, got {}; e.g. loss_fn=lambda out: "
+    "out.logits.sum(), or leave it out": (
+        "`loss_fn` 必须是一个把模型输出变成标量张量的函数，收到的却是 `{}`；例如 `loss_fn=lambda out: out.logits.sum()`，"
+        "或者不传它"
+    ),
+})

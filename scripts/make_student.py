@@ -129,7 +129,7 @@ SOFT_CHECKS_NOTE = {
         "下面的单元格让两件事更友好：\n\n"
         "- 还没有完成的练习，其检查单元格会打印 `✗ <提示>`，而不会让 **Run All** 停下，"
         "所以你可以跳过练习、继续重放整个笔记本；\n"
-        "- 出错时只显示*你自己的*单元格中导致错误的那几行，PyTorch 内部的调用帧折叠成一行。\n\n"
+        "- 出错时只显示**你自己的**单元格中导致错误的那几行，PyTorch 内部的调用帧折叠成一行。\n\n"
         "想恢复完整的回溯、让未通过的检查重新作为错误显示，运行 `hookviz.exercises.strict_checks()`"
         "（从下一个单元格起生效）。"
     ),
@@ -157,7 +157,29 @@ leaves the tab open: a page reload starts a new kernel for it, and in a notebook
 *No Kernel*, **Run ▸ Run All Cells** runs only the first cell: use **Kernel ▸ Restart Kernel and Run
 All Cells** there.
 
-中文版在 `zh/` 文件夹中：先打开 `zh/00_start_here.ipynb`，用 **Shift+Enter** 运行单元格。
+中文版在 `zh/` 文件夹中：先打开 `zh/README.md`（中文说明）或 `zh/00_start_here.ipynb`，用 **Shift+Enter** 运行单元格。
+"""
+#: The same first page for the Chinese copies, written next to them (``zh/README.md``).
+STUDENT_README_ZH = """\
+# 从这里开始
+
+1. 打开 **`00_start_here.ipynb`**（在左侧的文件浏览器中双击它）。
+2. 运行一个单元格：点击它，按 **Shift+Enter**；单元格运行后会选中下一个单元格。
+   **Run ▸ Run All Cells**（运行 ▸ 运行全部单元格）从头运行整个笔记本。
+3. 按顺序学习各个笔记本：00、01、02…… 每个笔记本最后都有练习：把代码写在“练习”下面的单元格里，
+   然后运行它下面的检查单元格（`✓` 表示完成，`✗` 会给出提示）。
+
+这些是你自己的副本，可以随意修改。你的修改永远不会被覆盖；想让某个笔记本从头开始，在课程文件夹中运行
+`make reset NB=zh/03`（原来的版本会保存在 `backups/` 中，文件名以 `zh-` 开头）。注意要写 `zh/`：
+`make reset NB=03` 重置的是英文副本。内核重启之后，请从头重新运行单元格（或者 **Run ▸ Run All Cells**）。
+
+学完一个笔记本了？先保存，再用 **File ▸ Close and Shut Down Notebook**（文件 ▸ 关闭并关停笔记本）关闭它
+（或者关闭它的标签页）：它的内核，也就是运行它的那个 Python 进程，随之结束并释放内存。只用
+**Kernel ▸ Shut Down Kernel**（内核 ▸ 关停内核）会让标签页留着：刷新页面会为它启动一个新内核；状态栏显示
+*No Kernel* 的笔记本里，**Run ▸ Run All Cells** 只运行第一个单元格，这时请用
+**Kernel ▸ Restart Kernel and Run All Cells**（内核 ▸ 重启内核并运行全部单元格）。
+
+英文版在上一级文件夹中（`../00_start_here.ipynb`）。
 """
 #: Full-line code comments longer than this are wrapped in student copies (no horizontal scrollbar at 1280 px).
 COMMENT_WIDTH = 88
@@ -682,6 +704,8 @@ def write_student_copies(
         _place(dst / key, key, data, manifest, report)
     if src.is_dir() and not presenter:
         _place(dst / "README.md", "README.md", STUDENT_README.encode(), manifest, report)
+        if any(key.startswith("zh/") for key, _ in rendered):
+            _place(dst / "zh" / "README.md", "zh/README.md", STUDENT_README_ZH.encode(), manifest, report)
     _write_manifest(dst, manifest)
     return report
 

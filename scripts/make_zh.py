@@ -52,6 +52,8 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from hookviz.diagnose.report import localise as localise_report  # noqa: E402
+from hookviz.diagnose.report import localise_html  # noqa: E402
 from hookviz.i18n import translate  # noqa: E402  (the package of this checkout, not another installed one)
 
 EN_DIR = ROOT / "notebooks"
@@ -286,10 +288,17 @@ def localise_text(text: str) -> str:
 
 
 def localise_outputs(outputs: list) -> None:
-    """Translate, in place, what hookviz's checkers printed or raised in a code cell's outputs."""
+    """Translate, in place, what hookviz's checkers printed or raised in a code cell's outputs, and the hook
+    doctor's reports (``hookviz.diagnose``), printed or shown."""
     for output in outputs:
         if output.get("output_type") == "stream":
-            output["text"] = localise_text(output["text"])
+            output["text"] = localise_report(localise_text(output["text"]), "zh")
+        elif output.get("output_type") == "execute_result":
+            data = output.get("data", {})
+            if "text/plain" in data:
+                data["text/plain"] = localise_report(data["text/plain"], "zh")
+            if "text/html" in data:
+                data["text/html"] = localise_html(data["text/html"], "zh")
         elif output.get("output_type") == "error" and output.get("ename") == "ExerciseNotSolved":
             english = output["evalue"]
             output["evalue"] = translate(english, "zh")

@@ -534,14 +534,17 @@ def _library_of(filename: str) -> str:
 
 def short_traceback(error: BaseException, shell: Any = None) -> list[str]:
     """The lines of a short traceback of ``error``: the learner's own frames with their code, library frames
-    folded into one line each run (``… 7 frames inside torch …``), then ``Type: message``."""
-    lines = ["Traceback (your code; frames inside libraries folded):"]
+    folded into one line each run (``… 7 frames inside torch …``), then ``Type: message``. The header and
+    the folded lines are in the current language (:func:`hookviz.i18n.tr`); the frames and the error stay
+    as Python prints them."""
+    lines = [tr("Traceback (your code; frames inside libraries folded):")]
     folded: list[str] = []
 
     def fold() -> None:
         if folded:
             libraries = ", ".join(dict.fromkeys(folded))
-            lines.append(f"  … {len(folded)} frame{'s' if len(folded) > 1 else ''} inside {libraries} …")
+            text = tr(f"{len(folded)} frame{'s' if len(folded) > 1 else ''} inside {libraries}")
+            lines.append(f"  … {text} …")
             folded.clear()
 
     for frame in traceback.extract_tb(error.__traceback__):
