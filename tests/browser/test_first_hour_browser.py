@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -54,20 +55,25 @@ def _lab_command(target: str) -> list[str]:
     return line.split()
 
 
-@pytest.fixture(scope="module")
-def make_lab_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """``make lab``'s own JupyterLab command, run where fresh student copies are; yields the URL it printed."""
+@pytest.fixture(scope="module", params=["lab", "teacher-lab"])
+def make_lab_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``make lab``'s (or ``make teacher-lab``'s) own JupyterLab command, run in a folder laid out like the course
+    (fresh student copies, and the teacher notebooks); yields the target and the URL it printed."""
     folder = tmp_path_factory.mktemp("course")
     make_student.write_student_copies(REPO / "notebooks", folder / "student")
+    if request.param == "teacher-lab":
+        shutil.copytree(REPO / "notebooks", folder / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     home = tmp_path_factory.mktemp("labhome")
     settings = home / "app-settings"
     settings.mkdir()
     (settings / "overrides.json").write_text((REPO / "binder" / "overrides.json").read_text())
     (home / "ws").mkdir()
     (home / "ws" / WORKSPACE_FILE).write_text((REPO / "binder" / "workspace.json").read_text())
-    args = _lab_command("lab")
+    args = _lab_command(request.param)
     args = [sys.executable, "-m", "jupyterlab", *args[args.index("lab") + 1 :]]
-    args = [a for a in args if a != "--allow-root"] + (["--allow-root"] if os.geteuid() == 0 else [])
+    # The course's own flags, but where this test keeps its folders (each option may be given only once).
+    args = [a for a in args if a != "--allow-root" and not a.startswith("--LabApp.workspaces_dir=")]
+    args += ["--allow-root"] if os.geteuid() == 0 else []
     args += [
         "--no-browser",
         "--ip=127.0.0.1",
@@ -96,7 +102,7 @@ def make_lab_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
                     raise RuntimeError("JupyterLab did not start:\n" + log_path.read_text()[-3000:])
                 else:
                     time.sleep(0.25)
-            yield url
+            yield request.param, url
         finally:
             proc.terminate()
             try:
@@ -106,11 +112,12 @@ def make_lab_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def test_the_url_make_lab_prints_opens_00_with_whole_names_in_the_sidebar(
-    make_lab_server: str, page: Any, tmp_path: Path
+    make_lab_server: tuple[str, str], page: Any, tmp_path: Path
 ) -> None:
-    url = make_lab_server
-    print("make lab printed:", re.sub(r"token=\w+", "token=…", url))
-    assert "/lab/tree/00_start_here.ipynb?token=" in url, url
+    target, url = make_lab_server
+    print(f"make {target} printed:", re.sub(r"token=\w+", "token=…", url))
+    folder = "notebooks/" if target == "teacher-lab" else ""
+    assert f"/lab/tree/{folder}00_start_here.ipynb?token=" in url, url
     page.goto(url)
     page.locator("#jp-main-statusbar").get_by_text("Idle").wait_for()
     current = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current").inner_text()
@@ -125,7 +132,7 @@ def test_the_url_make_lab_prints_opens_00_with_whole_names_in_the_sidebar(
         ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"
     )
     listed = names.all_inner_texts()
-    save_screenshot(page, tmp_path, "make_lab_first_screen.png")
+    save_screenshot(page, tmp_path, f"make_{target}_first_screen.png")
     print(f"{len(listed)} names in the file browser, {len(clipped)} cut off")
     assert "00_start_here.ipynb" in listed and "16_hook_atlas.ipynb" in listed, listed
     assert not clipped, f"names cut off in the file browser: {clipped}"
