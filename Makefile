@@ -106,9 +106,16 @@ TORCH ?= 2.14.1
 OLDEST_TORCH := 2.8.0
 NEWEST_TORCH := 2.14.1
 TORCH_VENV := .venv-torch-$(TORCH)
+# Disk, measured: .venv-torch-2.8.0 7.1 GB, .venv-torch-2.14.1 6.0 GB, .venv-colab 5.0 GB (mostly NVIDIA
+# libraries). pip keeps no copy of those wheels in its cache (--no-cache-dir), and `DROP_VENV=1` removes a venv
+# once its tests passed (CI does: the stages then need one of them at a time, not all three).
+TORCH_VENV_GB := 7.5
+COLAB_VENV_GB := 5.5
+NO_PIP_CACHE := --no-cache-dir
 $(TORCH_VENV)/.ready: pyproject.toml scripts/requirements.py
+	$(PYTHON) scripts/disk_check.py --need-gb $(TORCH_VENV_GB) --what "torch $(TORCH) ($(TORCH_VENV))"
 	$(PYTHON) -m venv $(TORCH_VENV)
-	set -o pipefail; $(TORCH_VENV)/bin/pip install --quiet $(PIP_EXTRA) torch==$(TORCH) $$($(PYTHON) scripts/requirements.py --without torch) 2>&1 | $(QUIET_PIP)
+	set -o pipefail; $(TORCH_VENV)/bin/pip install --quiet $(NO_PIP_CACHE) $(PIP_EXTRA) torch==$(TORCH) $$($(PYTHON) scripts/requirements.py --without torch) 2>&1 | $(QUIET_PIP)
 	set -o pipefail; $(TORCH_VENV)/bin/pip install --quiet --no-deps -e . 2>&1 | $(QUIET_PIP)
 	$(TORCH_VENV)/bin/python -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$(TORCH)' else f'expected torch $(TORCH), got {torch.__version__}')"
 	touch $@
@@ -118,11 +125,12 @@ torch-env: $(TORCH_VENV)/.ready
 test-torch: torch-env
 	HOOKVIZ_STAGE=torch-$(TORCH) HOOKVIZ_RUN_REPORT=$(REPORTS)/torch-$(TORCH).json \
 	$(TORCH_VENV)/bin/python -m pytest --nbval $(XDIST) -q $(EDITION_PATHS)
+	$(if $(DROP_VENV),rm -rf $(TORCH_VENV))
 
 .PHONY: test-releases atlas-snapshot
 test-releases:
-	$(MAKE) test-torch TORCH=$(OLDEST_TORCH)
-	$(MAKE) test-torch TORCH=$(NEWEST_TORCH)
+	$(MAKE) test-torch TORCH=$(OLDEST_TORCH) DROP_VENV=$(DROP_VENV)
+	$(MAKE) test-torch TORCH=$(NEWEST_TORCH) DROP_VENV=$(DROP_VENV)
 
 # Store the hook atlas of another release (hookviz/assets/atlas/atlas-torch-TORCH.json), in that release's venv:
 #   make atlas-snapshot TORCH=2.9.1
@@ -140,8 +148,9 @@ COLAB_WITHOUT := $(foreach p,torch numpy matplotlib ipython ipywidgets ipykernel
 	playwright ruff py-rattler,--without $(p))
 $(COLAB_VENV)/.ready: pyproject.toml scripts/requirements.py scripts/colab_pins.txt
 	rm -rf $(COLAB_VENV)
+	$(PYTHON) scripts/disk_check.py --need-gb $(COLAB_VENV_GB) --what "Colab's packages ($(COLAB_VENV))"
 	$(PYTHON) -m venv $(COLAB_VENV)
-	set -o pipefail; $(COLAB_VENV)/bin/pip install --quiet $(PIP_EXTRA) $$($(PYTHON) scripts/colab_pins.py --requirements) \
+	set -o pipefail; $(COLAB_VENV)/bin/pip install --quiet $(NO_PIP_CACHE) $(PIP_EXTRA) $$($(PYTHON) scripts/colab_pins.py --requirements) \
 	  $$($(PYTHON) scripts/requirements.py $(COLAB_WITHOUT)) 2>&1 | $(QUIET_PIP)
 	set -o pipefail; $(COLAB_VENV)/bin/pip install --quiet --no-deps -e . 2>&1 | $(QUIET_PIP)
 	$(COLAB_VENV)/bin/python scripts/colab_pins.py --check-env
@@ -152,6 +161,7 @@ colab-env: $(COLAB_VENV)/.ready
 test-colab: colab-env
 	HOOKVIZ_STAGE=colab HOOKVIZ_RUN_REPORT=$(REPORTS)/colab.json \
 	$(COLAB_VENV)/bin/python -m pytest --nbval $(XDIST) -q notebooks tests/test_widgets_static_fallback.py
+	$(if $(DROP_VENV),rm -rf $(COLAB_VENV))
 
 test-browser: setup
 	HOOKVIZ_STAGE=browser HOOKVIZ_RUN_REPORT=$(REPORTS)/browser.json $(PY) -m pytest -q -m browser tests/browser
