@@ -8,6 +8,9 @@ rounds so that a noisy machine slows all of them alike, one thread:
   ``StridedSample`` reducer (256 elements per tensor, the monitor's default) on activations and
   output gradients, statistics and histograms computed every 10 steps in one vectorised pass, no
   drawing (also shown: 1,024 elements per tensor, and recording every 2nd step);
+* hand-written sampling hooks: a forward hook per layer keeping the same strided sample of the output,
+  plus a tensor hook keeping one of its gradient, no check and no statistics: what PyTorch's hooks alone
+  cost, the floor under any hook-based monitor;
 * naive: a forward hook per layer that calls ``torch.histc`` on the full output, plus a tensor
   hook that does the same on the full gradient;
 * plain store-all: the hand-written hook that keeps everything, a forward hook per layer storing a
@@ -18,8 +21,9 @@ rounds so that a noisy machine slows all of them alike, one thread:
   notebooks' way) a new ``with capture(...)`` block around every step (compared with the plain hooks
   registered and removed around every step).
 
-The ratio of a variant is the median over rounds of (variant time / bare time of the same round):
-pairing cancels the slow swings of a shared machine. Prints medians and ratios; exits 1 when the
+The ratio of a variant is the median over rounds of (variant time / bare time of the same round), for
+wall time and for the thread's CPU time: pairing cancels the slow swings of a shared machine, and the CPU
+time leaves out the time the thread waited for a core. Prints medians and ratios; exits 1 when the
 monitor costs more than 1.3x the bare step, or when capture costs more than 0.15 (of a bare step)
 above the plain store-all hook.
 """
@@ -38,6 +42,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import hookviz  # noqa: E402
+from hookviz.summarize import StridedSample  # noqa: E402
 from hookviz.widgets.monitor import MonitorState, digits_step_fn  # noqa: E402
 
 TARGET = 1.3
@@ -66,26 +71,58 @@ def main() -> int:
 
         return [m.register_forward_hook(fwd) for name, m in model.named_modules() if name in leaves]
 
-    def time_bare() -> float:
-        t0 = time.perf_counter()
+    def clock() -> tuple[float, float]:
+        return time.perf_counter(), time.thread_time()
+
+    def since(t0: tuple[float, float]) -> tuple[float, float]:
+        """Wall time and the thread's CPU time per step since ``t0``."""
+        return (time.perf_counter() - t0[0]) / STEPS, (time.thread_time() - t0[1]) / STEPS
+
+    def sampling_on() -> list:
+        """The floor: hand-written hooks taking the monitor's samples, with no check and no statistics."""
+        sample = StridedSample(256)
+        kept: list[torch.Tensor] = []
+
+        def grad_hook(g: torch.Tensor) -> None:
+            kept.append(sample(g))
+
+        def fwd(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
+            kept.append(sample(out.detach()))
+            if out.requires_grad:
+                out.register_hook(grad_hook)
+            if len(kept) > 1000:
+                kept.clear()
+
+        return [m.register_forward_hook(fwd) for name, m in model.named_modules() if name in leaves]
+
+    def time_sampling() -> tuple[float, float]:
+        handles = sampling_on()
+        try:
+            return time_bare()
+        finally:
+            for h in handles:
+                h.remove()
+
+    def time_bare() -> tuple[float, float]:
+        t0 = clock()
         for _ in range(STEPS):
             step()
-        return (time.perf_counter() - t0) / STEPS
+        return since(t0)
 
-    def time_hookviz() -> float:
-        t0 = time.perf_counter()
+    def time_hookviz() -> tuple[float, float]:
+        t0 = clock()
         monitor.run(STEPS)
-        return (time.perf_counter() - t0) / STEPS
+        return since(t0)
 
-    def time_hookviz1k() -> float:
-        t0 = time.perf_counter()
+    def time_hookviz1k() -> tuple[float, float]:
+        t0 = clock()
         monitor1k.run(STEPS)
-        return (time.perf_counter() - t0) / STEPS
+        return since(t0)
 
-    def time_hookviz2() -> float:
-        t0 = time.perf_counter()
+    def time_hookviz2() -> tuple[float, float]:
+        t0 = clock()
         monitor2.run(STEPS)
-        return (time.perf_counter() - t0) / STEPS
+        return since(t0)
 
     def plain_on(store: dict[str, tuple[list, list]]) -> list:
         def make(name: str):  # noqa: ANN202 - a hook factory
@@ -103,23 +140,24 @@ def main() -> int:
 
         return [m.register_forward_hook(make(name)) for name, m in model.named_modules() if name in leaves]
 
-    def time_plain() -> float:
+    def time_plain() -> tuple[float, float]:
         store: dict[str, tuple[list, list]] = {}
         handles = plain_on(store)
         try:
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(STEPS):
                 for acts, grads in store.values():
                     acts.clear()
                     grads.clear()
                 step()
-            return (time.perf_counter() - t0) / STEPS
+            return since(t0)
         finally:
             for h in handles:
                 h.remove()
 
-    def time_plain_each() -> float:  # the plain hooks registered and removed around every step, like a with-block
-        t0 = time.perf_counter()
+    def time_plain_each() -> tuple[float, float]:
+        """The plain hooks registered and removed around every step, like a with-block."""
+        t0 = clock()
         for _ in range(STEPS):
             handles = plain_on({})
             try:
@@ -127,24 +165,24 @@ def main() -> int:
             finally:
                 for h in handles:
                     h.remove()
-        return (time.perf_counter() - t0) / STEPS
+        return since(t0)
 
-    def time_capture() -> float:
+    def time_capture() -> tuple[float, float]:
         with hookviz.capture(model, leaves, key="bench.capture") as cap:
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(STEPS):
                 cap.clear()
                 step()
-            return (time.perf_counter() - t0) / STEPS
+            return since(t0)
 
-    def time_capture_each() -> float:
-        t0 = time.perf_counter()
+    def time_capture_each() -> tuple[float, float]:
+        t0 = clock()
         for _ in range(STEPS):
             with hookviz.capture(model, leaves, key="bench.capture"):
                 step()
-        return (time.perf_counter() - t0) / STEPS
+        return since(t0)
 
-    def time_naive() -> float:
+    def time_naive() -> tuple[float, float]:
         handles = naive_on()
         try:
             return time_bare()
@@ -158,6 +196,7 @@ def main() -> int:
         "hookviz1k": time_hookviz1k,
         "hookviz2": time_hookviz2,
         "naive": time_naive,
+        "sampling": time_sampling,
         "plain": time_plain,
         "capture": time_capture,
         "plain_each": time_plain_each,
@@ -166,29 +205,46 @@ def main() -> int:
     for _ in range(3):  # warm-up
         for run in variants.values():
             run()
-    results: dict[str, list[float]] = {name: [] for name in variants}
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
     for _ in range(ROUNDS):
         for name, run in variants.items():
             results[name].append(run())
-    med = {k: statistics.median(v) for k, v in results.items()}
-    ratio = {k: statistics.median(a / b for a, b in zip(v, results["bare"], strict=True)) for k, v in results.items()}
+    med = {k: statistics.median(w for w, _ in v) for k, v in results.items()}
+    ratio = {
+        k: statistics.median(a[0] / b[0] for a, b in zip(v, results["bare"], strict=True)) for k, v in results.items()
+    }
+    cpu = {
+        k: statistics.median(a[1] / b[1] for a, b in zip(v, results["bare"], strict=True)) for k, v in results.items()
+    }
     assert not hookviz.list_hooks(model, include_global=False), "hooks left behind"
     ratio_hv = ratio["hookviz"]
     print(f"bench_capture: DigitsCNN batch 64, {len(leaves)} layers watched, {ROUNDS}x{STEPS} steps per variant")
     print(f"  bare step                        {med['bare'] * 1e3:7.2f} ms")
-    print(f"  hookviz monitor (256/tensor)     {med['hookviz'] * 1e3:7.2f} ms   x{ratio_hv:.2f}  (target <= {TARGET})")
+    print(f"  {'':32} {'wall':>7}      ratio   cpu ratio")
+    print(
+        f"  hookviz monitor (256/tensor)     {med['hookviz'] * 1e3:7.2f} ms   x{ratio_hv:.2f}   x{cpu['hookviz']:.2f}"
+        f"  (target <= {TARGET})"
+    )
     print(f"  hookviz monitor (1024/tensor)    {med['hookviz1k'] * 1e3:7.2f} ms   x{ratio['hookviz1k']:.2f}")
     print(f"  hookviz, recording every 2nd step {med['hookviz2'] * 1e3:6.2f} ms   x{ratio['hookviz2']:.2f}")
+    print(
+        f"  hand-written sampling hooks      {med['sampling'] * 1e3:7.2f} ms   x{ratio['sampling']:.2f}   "
+        f"x{cpu['sampling']:.2f}  (the same samples, no checks, no statistics: PyTorch's own share)"
+    )
     print(f"  naive histc on full tensors      {med['naive'] * 1e3:7.2f} ms   x{ratio['naive']:.2f}")
     print(f"  plain store-all hook             {med['plain'] * 1e3:7.2f} ms   x{ratio['plain']:.2f}")
     # like for like: hooks kept for the whole run against the plain hooks kept, hooks added around every step
     # against the plain hooks added and removed around every step
     extra = {"capture": ratio["capture"] - ratio["plain"], "capture_each": ratio["capture_each"] - ratio["plain_each"]}
-    print(f"  hookviz.capture, store all       {med['capture'] * 1e3:7.2f} ms   x{ratio['capture']:.2f}  "
-          f"({extra['capture']:+.2f} over the plain store-all hook; target <= +{CAPTURE_MARGIN})")
+    print(
+        f"  hookviz.capture, store all       {med['capture'] * 1e3:7.2f} ms   x{ratio['capture']:.2f}  "
+        f"({extra['capture']:+.2f} over the plain store-all hook; target <= +{CAPTURE_MARGIN})"
+    )
     print(f"  plain hooks added every step     {med['plain_each'] * 1e3:7.2f} ms   x{ratio['plain_each']:.2f}")
-    print(f"  a new capture every step         {med['capture_each'] * 1e3:7.2f} ms   x{ratio['capture_each']:.2f}  "
-          f"({extra['capture_each']:+.2f} over the plain hooks added every step; target <= +{CAPTURE_MARGIN})")
+    print(
+        f"  a new capture every step         {med['capture_each'] * 1e3:7.2f} ms   x{ratio['capture_each']:.2f}  "
+        f"({extra['capture_each']:+.2f} over the plain hooks added every step; target <= +{CAPTURE_MARGIN})"
+    )
     print(f"  statistics kept: {len(monitor.history)} steps of {monitor.step}")
     failed = False
     if ratio_hv > TARGET:

@@ -370,13 +370,32 @@ def _check_call(record: LayerRecord, call: Any) -> int:
     return call
 
 
+def _on_gradient(t: Tensor, hook: Callable[[Tensor], None]) -> None:
+    """Call ``hook(gradient of t)`` in backward, after ``t``'s own tensor hooks (see :class:`LayerRecord`)."""
+    node = t.grad_fn
+    if node is None:  # a leaf: no node to hook
+        t.register_hook(hook)
+        return
+    output_nr = t.output_nr
+
+    def node_hook(grad_outputs: tuple[Any, ...]) -> None:
+        grad = grad_outputs[output_nr]
+        if grad is not None:
+            hook(grad)
+
+    node.register_prehook(node_hook)
+
+
 @dataclass
 class LayerRecord:
     """Everything captured for one layer: one entry per call of the module.
 
     ``activations[i]`` is the output of call ``i`` (a tensor, or the same tuple/list/dict structure
     the module returned, with tensors detached and copied to CPU). ``gradients[i]`` is the gradient
-    of the backward pass with respect to that output, or ``None`` while no gradient has arrived.
+    of the backward pass with respect to that output, or ``None`` while no gradient has arrived: the
+    gradient the layer's backward receives, after any tensor hook on the output has changed it (it is read
+    by a pre-hook on the output's autograd node, which runs after the tensor's own hooks; an output that is
+    a leaf, with no node, is read by a tensor hook).
     """
 
     name: str
@@ -494,7 +513,7 @@ class Capture:
         record = self.records[name]
 
         activations, gradients, order = record.activations, record.gradients, self.forward_order
-        keep, make_grad_hook = self._keep, self._make_grad_hook
+        keep, make_grad_hook, make_node_hook = self._keep, self._make_grad_hook, self._make_node_hook
 
         def forward_hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
             call = len(activations)
@@ -504,10 +523,16 @@ class Capture:
                 order.append((name, call))
                 if not self.grads:
                     return
-                if output.requires_grad:
+                if not output.requires_grad:
+                    record.note(_no_grad_note())
+                    return
+                node = output.grad_fn
+                if node is None:  # a leaf (a layer that returns its input or a parameter)
                     output.register_hook(make_grad_hook(record, call, (), None))
                 else:
-                    record.note(_no_grad_note())
+                    # A pre-hook on the node that made the output receives the gradient of each of the node's
+                    # outputs: the same gradient a tensor hook on the output gets, for less work per call.
+                    node.register_prehook(make_node_hook(record, call, output.output_nr))
                 return
             tensors = list(iter_tensors(output))
             if not tensors:
@@ -528,9 +553,27 @@ class Capture:
                 record.note(reason)
             for path, t in needs_grad:
                 if path not in entangled:
-                    t.register_hook(self._make_grad_hook(record, call, path, structure))
+                    _on_gradient(t, self._make_grad_hook(record, call, path, structure))
 
         return forward_hook
+
+    def _make_node_hook(self, record: LayerRecord, call: int, output_nr: int) -> Callable[[tuple[Any, ...]], None]:
+        """A pre-hook on an output's autograd node storing the gradient of that output (call ``call``).
+
+        The fast path of a layer that returns one tensor: it holds no reference to the output, and stores
+        what :meth:`_make_grad_hook`'s tensor hook would.
+        """
+        gradients, order, name, keep = record.gradients, self.backward_order, record.name, self._keep
+
+        def node_hook(grad_outputs: tuple[Any, ...]) -> None:
+            grad = grad_outputs[output_nr]
+            if grad is None:  # the output did not reach the loss
+                return
+            gradients[call] = keep(grad)
+            if not order or order[-1] != (name, call):
+                order.append((name, call))
+
+        return node_hook
 
     def _make_grad_hook(
         self, record: LayerRecord, call: int, path: tuple[int | str, ...], structure: Any
@@ -555,8 +598,9 @@ class Capture:
     # -- reading -------------------------------------------------------------------------------
     def _record(self, name: str) -> LayerRecord:
         if not isinstance(name, str):
-            raise TypeError(f"a layer is named by a string from named_modules() (captured: {list(self.records)}), "
-                            f"not {name!r}")
+            raise TypeError(
+                f"a layer is named by a string from named_modules() (captured: {list(self.records)}), not {name!r}"
+            )
         try:
             return self.records[name]
         except KeyError:

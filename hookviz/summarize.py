@@ -380,6 +380,38 @@ class RunHistory:
         if self._partial_n == self.width:
             self._commit()
 
+    def extend(self, steps: Sequence[int], values: dict[str, np.ndarray]) -> None:
+        """Add the statistics of several steps at once: ``values[name][i]`` belongs to ``steps[i]``.
+
+        The same points as :meth:`append` called once per step, bit for bit (each point's steps are
+        summed in order, then divided), in a few array operations per whole point instead of per step.
+        """
+        steps = list(steps)
+        arrays = {name: np.asarray(value, dtype=np.float64) for name, value in values.items()}
+        i, k = 0, len(steps)
+        while i < k:
+            width = self.width
+            whole = min((k - i) // width, self.capacity - self.count)
+            if self._partial_n or not whole or any(name not in self._data for name in arrays):
+                self.append(steps[i], {name: arr[i] for name, arr in arrays.items()})
+                i += 1
+                continue
+            if self.first_step is None:
+                self.first_step = steps[i]
+            rows = slice(self.count, self.count + whole)
+            for name, arr in arrays.items():
+                block = arr[i : i + whole * width].reshape(whole, width, *arr.shape[1:])
+                total = block[:, 0].copy()
+                for j in range(1, width):
+                    total += block[:, j]
+                self._data[name][rows] = total / width
+            self._ends[rows] = steps[i + width - 1 : i + whole * width : width]
+            self._partial_end = steps[i + whole * width - 1]
+            self.count += whole
+            i += whole * width
+            if self.count == self.capacity:
+                self._halve()
+
     def _commit(self) -> None:
         i = self.count
         for name, total in self._partial.items():
@@ -388,12 +420,15 @@ class RunHistory:
         self.count += 1
         self._partial_n = 0
         if self.count == self.capacity:
-            half = self.capacity // 2
-            for arr in self._data.values():
-                arr[:half] = (arr[0::2] + arr[1::2]) / 2
-            self._ends[:half] = self._ends[1::2]
-            self.count = half
-            self.width *= 2
+            self._halve()
+
+    def _halve(self) -> None:
+        half = self.capacity // 2
+        for arr in self._data.values():
+            arr[:half] = (arr[0::2] + arr[1::2]) / 2
+        self._ends[:half] = self._ends[1::2]
+        self.count = half
+        self.width *= 2
 
     def steps(self) -> np.ndarray:
         """The last step of each point (the partial point included)."""

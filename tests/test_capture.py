@@ -490,3 +490,69 @@ def test_a_meta_output_without_weights_is_refused_clearly():
     with hookviz.capture(model, reduce=lambda t: tuple(t.shape)) as cap:  # a reducer may keep shapes only
         model(torch.randn(2, 3, device="meta"))
     assert cap.activation("0") == (2, 3)
+
+
+class SecondHalf(nn.Module):
+    """Returns one of two outputs of one autograd node (``chunk``): the gradient is that output's only."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.chunk(2, dim=1)[1]
+
+
+class PassThrough(nn.Module):
+    """Returns its input unchanged: with a leaf input, the output has no autograd node to hook."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+def test_gradient_of_one_output_of_a_multi_output_node_and_of_a_leaf_output():
+    model = nn.Sequential(PassThrough(), nn.Linear(4, 4), SecondHalf(), nn.Linear(2, 1))
+    x = torch.randn(3, 4, requires_grad=True)
+    with hookviz.capture(model, ["0", "2"]) as cap:
+        model(x).pow(2).sum().backward()
+    hidden = model[1](x)
+    half = hidden.chunk(2, dim=1)[1]
+    g_x, g_half = torch.autograd.grad(model[3](half).pow(2).sum(), [x, half])
+    torch.testing.assert_close(cap.gradient("0"), g_x)  # the leaf: a tensor hook
+    torch.testing.assert_close(cap.gradient("2"), g_half)  # output 1 of chunk's node, not output 0
+    assert cap.backward_order == [("2", 0), ("0", 0)]
+    assert hook_count(model) == 0
+
+
+@pytest.mark.parametrize("capture_first", [False, True])
+@pytest.mark.parametrize("structured", [False, True])
+def test_capture_stores_the_gradient_the_layer_receives_after_a_users_tensor_hook(capture_first, structured):
+    """Whichever was registered first, a user's tensor hook that doubles the gradient runs, and capture stores
+    the doubled gradient: the one the layer's backward gets (for one tensor and for a tuple output)."""
+    model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1))
+    seen = []
+
+    def double(module, args, output):  # noqa: ANN001, ANN202 - the user's own hook
+        output.register_hook(lambda g: seen.append(g.clone()) or g * 2)
+
+    def as_tuple(module, args, output):  # noqa: ANN001, ANN202
+        return (output, output.detach())
+
+    def first_of(module, args):  # noqa: ANN001, ANN202
+        return args[0][0] if isinstance(args[0], tuple) else None
+
+    handles = []
+    if structured:
+        handles += [model[0].register_forward_hook(as_tuple), model[1].register_forward_pre_hook(first_of)]
+    cap = hookviz.capture(model, ["0"])
+    if capture_first:
+        cap.start()
+    handles.append(model[0].register_forward_hook(double if not structured else lambda m, a, o: double(m, a, o[0])))
+    if not capture_first:
+        cap.start()
+    try:
+        model(torch.randn(2, 3)).sum().backward()
+    finally:
+        cap.stop()
+        for handle in handles:
+            handle.remove()
+    assert len(seen) == 1
+    stored = cap.gradient("0")[0] if structured else cap.gradient("0")
+    torch.testing.assert_close(stored, seen[0] * 2)
+    assert hook_count(model) == 0

@@ -129,3 +129,32 @@ def test_pad_samples_puts_each_sample_in_its_row(samples) -> None:  # noqa: ANN0
         size = padded.lengths[row]
         np.testing.assert_array_equal(padded.values[row, :size], as_numpy(sample).reshape(-1).astype(np.float32))
         assert not padded.values[row, size:].any() and padded.mask[row].sum() == size
+
+
+@pytest.mark.parametrize("capacity", [2, 4, 16])
+@pytest.mark.parametrize("chunks", [[1] * 40, [10] * 30, [3, 7, 1, 20, 64, 5] * 6, [100, 1, 333]])
+def test_run_history_extend_gives_the_points_of_one_append_per_step(capacity: int, chunks: list[int]) -> None:
+    """The monitor adds a flush's steps with one extend(): bit for bit what appending each step gives."""
+    rng = np.random.default_rng(capacity)
+    one_by_one, at_once = RunHistory(capacity), RunHistory(capacity)
+    step = 0
+    for size in chunks:
+        steps = list(range(step + 1, step + size + 1))
+        step += size
+        values = {
+            "loss": rng.normal(size=size).astype(np.float32),
+            "act_mean": rng.normal(size=(size, 3)).astype(np.float32),
+            "act_hist": rng.normal(size=(size, 3, 4)).astype(np.float32),
+        }
+        for i, s in enumerate(steps):
+            one_by_one.append(s, {name: value[i] for name, value in values.items()})
+        at_once.extend(steps, values)
+        assert (len(at_once), at_once.width, at_once.first_step) == (
+            len(one_by_one),
+            one_by_one.width,
+            one_by_one.first_step,
+        )
+        assert np.array_equal(at_once.steps(), one_by_one.steps())
+        for name in values:
+            assert np.array_equal(at_once.series(name), one_by_one.series(name)), name
+    assert at_once.width > 1, "the case must reach merged points"

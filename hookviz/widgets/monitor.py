@@ -340,6 +340,7 @@ class MonitorState:
         self.layer_names = list(chosen)
         self._watched: dict[str, nn.Module | None] = dict(chosen)  # name -> the module watched under it (None: gone)
         self._links = {name: self._path(name) for name in chosen}  # name -> (parent, key, child) from the model down
+        self._unchanged = self._link_checks()
         self._changed_at: dict[str, int] = {}  # name -> the step in which the module at that name changed
         #: what happened to watched layers during training ("layer '2' was replaced at step 5 ..."), in order
         self.layer_changes: list[str] = []
@@ -501,6 +502,13 @@ class MonitorState:
         each module on the way down still where it was?). Returns ``True`` when a module changed, so
         that the capture is made again on the modules now in the model.
         """
+        checks = self._unchanged
+        if checks is not None:
+            for parent, key, child in checks:
+                if parent._modules.get(key) is not child:
+                    break
+            else:
+                return False
         changed = False
         for name, links in self._links.items():
             if links is not None and all(parent._modules.get(key) is child for parent, key, child in links):
@@ -526,7 +534,20 @@ class MonitorState:
                 self._watched[name] = now
                 self._changed_at[name] = step
                 self.layer_changes.append(text)
+        self._unchanged = self._link_checks()
         return changed
+
+    def _link_checks(self) -> tuple[tuple[nn.Module, str, nn.Module], ...] | None:
+        """Every ``(parent, key, child)`` link of the watched layers once (shared containers are checked once).
+
+        ``None`` while a watched layer is missing: then each step looks for it again.
+        """
+        if any(links is None for links in self._links.values()):
+            return None
+        unique = {
+            (id(parent), key): (parent, key, child) for links in self._links.values() for parent, key, child in links
+        }
+        return tuple(unique.values())
 
     def _capture(self, **kwargs: Any) -> Capture:
         """A capture of the watched layers that are in the model now."""
@@ -683,17 +704,17 @@ class MonitorState:
                     _row=i,
                 )
             )
-            self.history.append(
-                step,
-                {
-                    "loss": loss,
-                    "act_mean": act_mean[i],
-                    "act_std": act_std[i],
-                    "act_frac_zero": act_frac_zero[i],
-                    "act_hist": act_hist[i],
-                    "grad_abs_mean": grad_abs_mean[i],
-                },
-            )
+        self.history.extend(
+            [step for step, _, _, _ in pending],
+            {
+                "loss": [loss for _, loss, _, _ in pending],
+                "act_mean": act_mean,
+                "act_std": act_std,
+                "act_frac_zero": act_frac_zero,
+                "act_hist": act_hist,
+                "grad_abs_mean": grad_abs_mean,
+            },
+        )
 
     # ------------------------------------------------------------------------------- reading
     def _series(self, field: str) -> np.ndarray:
