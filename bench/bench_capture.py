@@ -34,11 +34,10 @@ import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import statistics  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
 import torch  # noqa: E402
+from timing import Timing, clock, interleaved, median_time, paired_ratio, per_step  # noqa: E402
 from torch import nn  # noqa: E402
 
 import hookviz  # noqa: E402
@@ -71,13 +70,6 @@ def main() -> int:
 
         return [m.register_forward_hook(fwd) for name, m in model.named_modules() if name in leaves]
 
-    def clock() -> tuple[float, float]:
-        return time.perf_counter(), time.thread_time()
-
-    def since(t0: tuple[float, float]) -> tuple[float, float]:
-        """Wall time and the thread's CPU time per step since ``t0``."""
-        return (time.perf_counter() - t0[0]) / STEPS, (time.thread_time() - t0[1]) / STEPS
-
     def sampling_on() -> list:
         """The floor: hand-written hooks taking the monitor's samples, with no check and no statistics."""
         sample = StridedSample(256)
@@ -95,7 +87,7 @@ def main() -> int:
 
         return [m.register_forward_hook(fwd) for name, m in model.named_modules() if name in leaves]
 
-    def time_sampling() -> tuple[float, float]:
+    def time_sampling() -> Timing:
         handles = sampling_on()
         try:
             return time_bare()
@@ -103,26 +95,26 @@ def main() -> int:
             for h in handles:
                 h.remove()
 
-    def time_bare() -> tuple[float, float]:
+    def time_bare() -> Timing:
         t0 = clock()
         for _ in range(STEPS):
             step()
-        return since(t0)
+        return per_step(t0, STEPS)
 
-    def time_hookviz() -> tuple[float, float]:
+    def time_hookviz() -> Timing:
         t0 = clock()
         monitor.run(STEPS)
-        return since(t0)
+        return per_step(t0, STEPS)
 
-    def time_hookviz1k() -> tuple[float, float]:
+    def time_hookviz1k() -> Timing:
         t0 = clock()
         monitor1k.run(STEPS)
-        return since(t0)
+        return per_step(t0, STEPS)
 
-    def time_hookviz2() -> tuple[float, float]:
+    def time_hookviz2() -> Timing:
         t0 = clock()
         monitor2.run(STEPS)
-        return since(t0)
+        return per_step(t0, STEPS)
 
     def plain_on(store: dict[str, tuple[list, list]]) -> list:
         def make(name: str):  # noqa: ANN202 - a hook factory
@@ -140,7 +132,7 @@ def main() -> int:
 
         return [m.register_forward_hook(make(name)) for name, m in model.named_modules() if name in leaves]
 
-    def time_plain() -> tuple[float, float]:
+    def time_plain() -> Timing:
         store: dict[str, tuple[list, list]] = {}
         handles = plain_on(store)
         try:
@@ -150,12 +142,12 @@ def main() -> int:
                     acts.clear()
                     grads.clear()
                 step()
-            return since(t0)
+            return per_step(t0, STEPS)
         finally:
             for h in handles:
                 h.remove()
 
-    def time_plain_each() -> tuple[float, float]:
+    def time_plain_each() -> Timing:
         """The plain hooks registered and removed around every step, like a with-block."""
         t0 = clock()
         for _ in range(STEPS):
@@ -165,24 +157,24 @@ def main() -> int:
             finally:
                 for h in handles:
                     h.remove()
-        return since(t0)
+        return per_step(t0, STEPS)
 
-    def time_capture() -> tuple[float, float]:
+    def time_capture() -> Timing:
         with hookviz.capture(model, leaves, key="bench.capture") as cap:
             t0 = clock()
             for _ in range(STEPS):
                 cap.clear()
                 step()
-            return since(t0)
+            return per_step(t0, STEPS)
 
-    def time_capture_each() -> tuple[float, float]:
+    def time_capture_each() -> Timing:
         t0 = clock()
         for _ in range(STEPS):
             with hookviz.capture(model, leaves, key="bench.capture"):
                 step()
-        return since(t0)
+        return per_step(t0, STEPS)
 
-    def time_naive() -> tuple[float, float]:
+    def time_naive() -> Timing:
         handles = naive_on()
         try:
             return time_bare()
@@ -202,20 +194,10 @@ def main() -> int:
         "plain_each": time_plain_each,
         "capture_each": time_capture_each,
     }
-    for _ in range(3):  # warm-up
-        for run in variants.values():
-            run()
-    results: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
-    for _ in range(ROUNDS):
-        for name, run in variants.items():
-            results[name].append(run())
-    med = {k: statistics.median(w for w, _ in v) for k, v in results.items()}
-    ratio = {
-        k: statistics.median(a[0] / b[0] for a, b in zip(v, results["bare"], strict=True)) for k, v in results.items()
-    }
-    cpu = {
-        k: statistics.median(a[1] / b[1] for a, b in zip(v, results["bare"], strict=True)) for k, v in results.items()
-    }
+    results = interleaved(variants, ROUNDS)
+    med = {name: median_time(results, name) for name in variants}
+    ratio = {name: paired_ratio(results, name) for name in variants}
+    cpu = {name: paired_ratio(results, name, cpu=True) for name in variants}
     assert not hookviz.list_hooks(model, include_global=False), "hooks left behind"
     ratio_hv = ratio["hookviz"]
     print(f"bench_capture: DigitsCNN batch 64, {len(leaves)} layers watched, {ROUNDS}x{STEPS} steps per variant")

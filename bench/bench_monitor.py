@@ -30,11 +30,11 @@ import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import statistics  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 import torch  # noqa: E402
+from timing import Timing, clock, interleaved, median_time, paired_ratio, per_step  # noqa: E402
 
 import hookviz  # noqa: E402
 from hookviz.summarize import StridedSample  # noqa: E402
@@ -54,10 +54,13 @@ def main() -> int:
     monitor = MonitorState(model, step, history=1000, key="bench.monitor")
     monitor_leaves = MonitorState(model, step, layers=leaves, history=1000, key="bench.leaves")
 
-    def timed(run) -> tuple[float, float]:  # noqa: ANN001
-        w0, c0 = time.perf_counter(), time.thread_time()
-        run()
-        return (time.perf_counter() - w0) / STEPS, (time.thread_time() - c0) / STEPS
+    def timed(run: Callable[[], object]) -> Callable[[], Timing]:
+        def measure() -> Timing:
+            start = clock()
+            run()
+            return per_step(start, STEPS)
+
+        return measure
 
     def bare() -> None:
         for _ in range(STEPS):
@@ -70,25 +73,13 @@ def main() -> int:
                 step()
 
     variants = {
-        "bare": bare,
-        "capture": capture_only,
-        "monitor": lambda: monitor.run(STEPS),
-        "leaves": lambda: monitor_leaves.run(STEPS),
+        "bare": timed(bare),
+        "capture": timed(capture_only),
+        "monitor": timed(lambda: monitor.run(STEPS)),
+        "leaves": timed(lambda: monitor_leaves.run(STEPS)),
     }
-    for _ in range(3):  # warm-up
-        for run in variants.values():
-            run()
-    wall: dict[str, list[float]] = {name: [] for name in variants}
-    cpu: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(ROUNDS):
-        for name, run in variants.items():
-            w, c = timed(run)
-            wall[name].append(w)
-            cpu[name].append(c)
+    results = interleaved(variants, ROUNDS)
     assert not hookviz.list_hooks(model, include_global=False), "hooks left behind"
-
-    def ratio(results: dict[str, list[float]], name: str) -> float:
-        return statistics.median(a / b for a, b in zip(results[name], results["bare"], strict=True))
 
     labels = {
         "bare": "bare step",
@@ -100,11 +91,11 @@ def main() -> int:
     print(f"  {'':34} {'wall':>9} {'ratio':>7}   {'cpu':>9} {'ratio':>7}")
     for name, label in labels.items():
         print(
-            f"  {label:34} {statistics.median(wall[name]) * 1e3:6.2f} ms  x{ratio(wall, name):.2f}   "
-            f"{statistics.median(cpu[name]) * 1e3:6.2f} ms  x{ratio(cpu, name):.2f}"
+            f"  {label:34} {median_time(results, name) * 1e3:6.2f} ms  x{paired_ratio(results, name):.2f}   "
+            f"{median_time(results, name, cpu=True) * 1e3:6.2f} ms  x{paired_ratio(results, name, cpu=True):.2f}"
         )
-    measured = ratio(wall, "monitor")
-    print(f"  monitor / bare step: x{measured:.2f} (target <= x{TARGET}); every leaf x{ratio(wall, 'leaves'):.2f}")
+    measured, leaves_ratio = paired_ratio(results, "monitor"), paired_ratio(results, "leaves")
+    print(f"  monitor / bare step: x{measured:.2f} (target <= x{TARGET}); every leaf x{leaves_ratio:.2f}")
     if measured > TARGET:
         print(f"FAIL: the monitor costs x{measured:.2f} > x{TARGET} of a bare step")
         return 1
