@@ -89,3 +89,8 @@ __all__ = [
     "train_digits_cnn",
     "tr",
 ]
+
+if get_language() != "en":  # HOOKVIZ_LANG=zh: charts can draw Chinese from the start, as after set_language("zh")
+    from hookviz.render import use_cjk_font as _use_cjk_font
+
+    _use_cjk_font()

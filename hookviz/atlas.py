@@ -36,6 +36,7 @@ import functools
 import html
 import json
 import operator
+import re
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -46,6 +47,7 @@ import torch
 from torch import nn
 
 from hookviz.catalogue import HOOK_KINDS, hook_kind
+from hookviz.i18n import get_language, tr, translate
 from hookviz.text import closest_hint
 
 __all__ = [
@@ -1268,6 +1270,11 @@ class AtlasTable:
                 entry.receives, entry.returns, entry.error or NOT_APPLICABLE, version_span(versions),
                 self.link(entry)]
 
+    def shown_cells(self, entry: Entry, versions: list[str], language: str | None = None) -> list[str]:
+        """:meth:`cells` as a learner reads them in ``language`` (default: the current one): yes/no, the
+        categories and what a replacement changed translated; kinds, situations, types and links as written."""
+        return [_shown_cell(i, cell, language) for i, cell in enumerate(self.cells(entry, versions))]
+
     def set(self, *, query: str | None = None, kind: str | None = None, category: str | None = None) -> None:
         """Change the filters (``None`` keeps one as it is); an unknown kind or category is a clear ``ValueError``.
 
@@ -1306,6 +1313,8 @@ class AtlasTable:
             if self.category != "all" and entry.category != self.category:
                 continue
             text = " ".join([*self.cells(entry, versions), entry.question]).lower()
+            if get_language() != "en":  # the words the learner reads in the table match too
+                text += " " + " ".join([*self.shown_cells(entry, versions), tr(entry.question)]).lower()
             if all(word in text for word in words):
                 shown.append((entry, versions))
         return shown
@@ -1317,31 +1326,94 @@ class AtlasTable:
         return f'<a href="{html.escape(target)}" style="{LINK_STYLE}">{html.escape(label)}</a>'
 
     def to_html(self, limit: int | None = None) -> str:
-        """The visible rows as an HTML table (the question as each situation's tooltip)."""
+        """The visible rows as an HTML table (the question as each situation's tooltip), in the current language."""
         limit = _check_limit(limit, "to_html")
         rows = self.visible()
-        head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+        head = "".join(f"<th>{html.escape(_header(c, None))}</th>" for c in COLUMNS)
         body = []
         for entry, versions in rows[:limit]:
-            cells = self.cells(entry, versions)
+            cells = self.shown_cells(entry, versions)
             parts = [f"<td>{html.escape(c)}</td>" for c in cells[:-1]]
-            parts[2] = f'<td title="{html.escape(entry.question)}">{html.escape(entry.situation)}</td>'
+            parts[2] = f'<td title="{html.escape(tr(entry.question))}">{html.escape(entry.situation)}</td>'
             parts.append(f"<td>{self._link_html(cells[-1])}</td>")
             body.append("<tr>" + "".join(parts) + "</tr>")
-        more = "" if limit is None or len(rows) <= limit else f"<p>… {len(rows) - limit} more rows</p>"
+        more = ""
+        if limit is not None and len(rows) > limit:
+            more = f"<p>{html.escape(_more_rows(len(rows) - limit, None))}</p>"
         # The table scrolls sideways inside its own box instead of being cut off at the notebook's right edge.
-        return (f"<p>{len(rows)} of {len(self.rows)} rows</p><div style=\"{TABLE_BOX_STYLE}\"><table>"
-                f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{more}")
+        count = html.escape(_rows_of(len(rows), len(self.rows), None))
+        return (f"<p>{count}</p><div style=\"{TABLE_BOX_STYLE}\">"
+                f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{more}")
 
     def to_markdown(self) -> str:
-        """The visible rows as a Markdown table (for a static view, e.g. nbviewer or GitHub)."""
-        lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        """The visible rows as a Markdown table (a static view for nbviewer or GitHub), in the current language."""
+        lines = ["| " + " | ".join(_header(c, None) for c in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         for entry, versions in self.visible():
-            cells = [c.replace("|", "\\|") for c in self.cells(entry, versions)]
+            cells = [c.replace("|", "\\|") for c in self.shown_cells(entry, versions)]
             if cells[-1]:
                 cells[-1] = f"[{cells[-1].replace('.ipynb', '')}]({cells[-1]})"
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines)
+
+
+# What a learner reads in the table, in their language (hookviz.i18n): the headers, yes/no, the categories, the
+# counts, what a replacement changed and the tooltip questions. Kinds, situations, types, errors and links are
+# identifiers and stay as written. The table's columns that are Entry fields keep the field's name after a
+# translated header (a checker's hint says "read the fires column").
+_FIELD_COLUMNS = ("kind", "category", "situation", "fires", "calls", "receives", "returns", "error")
+#: The columns (by index in COLUMNS) whose cells are translated.
+_TRANSLATED_CELLS = (COLUMNS.index("category"), COLUMNS.index("fires"), COLUMNS.index("returns"))
+
+
+def _header(column: str, language: str | None) -> str:
+    shown = translate(column, language or get_language())
+    if shown == column or column not in _FIELD_COLUMNS:
+        return shown
+    return f"{shown}（{column}）"
+
+
+def _shown_cell(index: int, cell: str, language: str | None) -> str:
+    if index not in _TRANSLATED_CELLS or cell == NOT_APPLICABLE:
+        return cell
+    return translate(cell, language or get_language())
+
+
+def _rows_of(shown: int, total: int, language: str | None) -> str:
+    return translate(f"{shown} of {total} rows", language or get_language())
+
+
+def _more_rows(count: int, language: str | None) -> str:
+    return translate(f"… {count} more rows", language or get_language())
+
+
+_HTML_ROW = re.compile(r"<tr>(.*?)</tr>", re.DOTALL)
+_HTML_CELL = re.compile(r'<td( title="([^"]*)")?>(.*?)</td>', re.DOTALL)
+
+
+def localise_html(page: str, language: str) -> str:
+    """The HTML of an English :meth:`AtlasTable.to_html` (as a notebook stored it) as it shows in ``language``;
+    any other HTML comes back unchanged (``scripts/make_zh.py`` uses it for the stored tables)."""
+    header = "".join(f"<th>{c}</th>" for c in COLUMNS)
+    found = re.fullmatch(r"<p>(\d+) of (\d+) rows</p>(<div [^>]*><table><thead><tr>)(.*?)(</tr></thead><tbody>)(.*)"
+                         r"(</tbody></table></div>)(?:<p>… (\d+) more rows</p>)?", page, re.DOTALL)
+    if found is None or found[4] != header:
+        return page
+
+    def row(match: re.Match[str]) -> str:
+        cells = list(_HTML_CELL.finditer(match[1]))
+        out, last = [], 0
+        for index, cell in enumerate(cells):
+            text = cell[3] if index == len(COLUMNS) - 1 else html.escape(
+                _shown_cell(index, html.unescape(cell[3]), language))
+            title = "" if cell[1] is None else f' title="{html.escape(translate(html.unescape(cell[2]), language))}"'
+            out += [match[1][last : cell.start()], f"<td{title}>{text}</td>"]
+            last = cell.end()
+        return "<tr>" + "".join(out) + match[1][last:] + "</tr>"
+
+    head = "".join(f"<th>{html.escape(_header(c, language))}</th>" for c in COLUMNS)
+    more = "" if found[8] is None else f"<p>{html.escape(_more_rows(int(found[8]), language))}</p>"
+    return (f"<p>{html.escape(_rows_of(int(found[1]), int(found[2]), language))}</p>{found[3]}{head}{found[5]}"
+            f"{_HTML_ROW.sub(row, found[6])}{found[7]}{more}")
 
 
 #: Links in the atlas table look like links (JupyterLab draws a widget's links black and without underline).
@@ -1402,7 +1474,6 @@ class AtlasWidget:
     def __init__(self, table: AtlasTable, limit: int | None = 60) -> None:
         import ipywidgets as widgets
 
-        from hookviz.i18n import tr
         from hookviz.widgets.common import previous_from_same_place
 
         if not isinstance(table, AtlasTable):
@@ -1414,9 +1485,10 @@ class AtlasWidget:
         self.table, self.limit = table, _check_limit(limit, "atlas_widget")
         self.query = widgets.Text(value=table.query, placeholder=tr("e.g. deepcopy forward"),
                                   description=tr("search"))
-        self.kind = widgets.Dropdown(options=table.kinds(), value=table.kind, description=tr("kind"))
-        self.category = widgets.Dropdown(options=table.categories(), value=table.category,
-                                         description=tr("category"))
+        self.kind = widgets.Dropdown(options=[(tr(k) if k == "all" else k, k) for k in table.kinds()],
+                                     value=table.kind, description=tr("kind"))
+        self.category = widgets.Dropdown(options=[(_category_option(c), c) for c in table.categories()],
+                                         value=table.category, description=tr("category"))
         self.view = widgets.HTML(table.to_html(limit))
         for control in (self.query, self.kind, self.category):
             control.observe(self.refresh, names="value")
@@ -1465,6 +1537,12 @@ class AtlasWidget:
         if self._closed:
             return {"text/plain": repr(self)}
         return widget_bundle(self.box, repr(self))
+
+
+def _category_option(category: str) -> str:
+    """A category as the dropdown shows it: ``生命周期（lifecycle）`` in Chinese (the value stays the name)."""
+    shown = tr(category)
+    return shown if shown == category or category == "all" else f"{shown}（{category}）"
 
 
 def atlas_widget(table: AtlasTable, limit: int | None = 60) -> AtlasWidget:

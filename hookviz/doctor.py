@@ -150,39 +150,49 @@ def _atlas_sections(version: str) -> tuple[str | None, list[str]]:
 
 
 def release_warning(version: str) -> str:
-    """What differs on torch ``version`` from the stored outputs, by notebook section (a warning's text)."""
+    """What differs on torch ``version`` from the stored outputs, by notebook section (a warning's text).
+
+    In the current language (:func:`tr`), sentence by sentence; the sections' ids stay as written."""
     base = version.split("+")[0]
     span = f"{releases.OLDEST} to {releases.NEWEST}"
-    tested = ", ".join(f"{v} ({why})" for v, why in releases.TESTED.items())
+    tested = ", ".join(f"{v} ({tr(why)})" for v, why in releases.TESTED.items())
     try:
         releases.minor(base)
     except ValueError:
-        return f"torch {version} is not a release number this course knows; it is proven on {tested}."
+        return tr(f"torch {version} is not a release number this course knows; it is proven on {tested}.")
     if not releases.in_range(base):
         return (
-            f"torch {version} is outside the releases this course supports ({span}; every notebook is proven on "
-            f"{tested}): notebooks may fail or show other outputs there, and notebook 16 has no stored hook atlas "
-            "for it. These sections teach behaviour that changes between releases:"
+            tr(
+                f"torch {version} is outside the releases this course supports ({span}; every notebook is proven on "
+                f"{tested}): notebooks may fail or show other outputs there, and notebook 16 has no stored hook atlas "
+                "for it. These sections teach behaviour that changes between releases:"
+            )
             + _section_list(list(releases.DIFFERENCES.values()))
         )
-    text = (
+    text = tr(
         f"the stored outputs were made with torch {OUTPUTS_TORCH}; torch {version} is in the supported range "
         f"({span}), so every notebook runs and its checks hold"
     )
+    zh = get_language() == "zh"
+    full_stop = "。" if zh else ". "
     differing = releases.sections_that_differ(base)
     if differing:
-        text += (
-            f". These sections behave differently on {base} than in the stored outputs (each cell prints a table "
-            f"by release and checks yours):{_section_list(differing, base)}\n"
+        text += full_stop + tr(
+            f"These sections behave differently on {base} than in the stored outputs (each cell prints a table "
+            "by release and checks yours):"
         )
+        text += f"{_section_list(differing, base)}\n"
     stored, atlas_sections = _atlas_sections(base)
     if stored is None:
-        text += f". Notebook 16 has no stored hook atlas for torch {base}: its §1 check stops there."
+        sentence = tr(f"Notebook 16 has no stored hook atlas for torch {base}: its §1 check stops there.")
     elif atlas_sections:
-        text += f". The hook atlas of {stored} differs from {OUTPUTS_TORCH}'s in: {', '.join(atlas_sections)}."
+        sentence = tr(f"The hook atlas of {stored} differs from {OUTPUTS_TORCH}'s in: {', '.join(atlas_sections)}.")
     else:
-        text += f". The hook atlas of {stored} matches {OUTPUTS_TORCH}'s entry for entry."
-    return text.replace("\n.", "\n")
+        sentence = tr(f"The hook atlas of {stored} matches {OUTPUTS_TORCH}'s entry for entry.")
+    if text.endswith("\n"):
+        full_stop = "" if zh else " "
+    text += full_stop + sentence
+    return text
 
 
 def _print_verdict(verdict: Verdict) -> None:

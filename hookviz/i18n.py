@@ -51,6 +51,10 @@ def set_language(language: str | None) -> None:
     """
     global _chosen
     _chosen = None if language is None else _normalise(language)
+    if get_language() != "en":  # charts made from now on can draw Chinese (hookviz's own font, as a fallback)
+        from hookviz.render import use_cjk_font
+
+        use_cjk_font()
 
 
 def get_language() -> str:

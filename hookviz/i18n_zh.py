@@ -1535,3 +1535,231 @@ MESSAGES.update({
         "或者不传它"
     ),
 })
+
+# --- the hook atlas's table (hookviz.atlas.AtlasTable, notebook 16): the headers, yes/no, the categories, the
+# counts, what a replacement changed and each situation's question (its tooltip). Kinds, situation names, types
+# and errors stay as written ------------------------------------------------------------------------------------
+MESSAGES.update({
+    "situation": "情形",
+    "fires": "是否触发",
+    "calls": "调用次数",
+    "receives": "收到的参数",
+    "returns": "返回替代值的效果",
+    "measured on": "测得的版本",
+    "taught in": "讲解位置",
+    "yes": "是",
+    "no": "否",
+    "lifecycle": "生命周期",
+    "shapes": "形状",
+    "repetition": "重复",
+    "timing": "时机",
+    "failure": "失败",
+    "context": "上下文",
+    "{} of {} rows": "共 {1} 行，显示 {0} 行",
+    "… {} more rows": "…… 另有 {} 行未显示",
+    # what returning a replacement changed
+    "nothing": "没有改变任何东西",
+    "error: {}": "出错：{}",
+    "the gradient DDP writes": "DDP 写入的梯度",
+    "the gradients (x.grad, weight.grad)": "梯度（x.grad、weight.grad）",
+    "the leaf's .grad": "叶子张量的 .grad",
+    "the leaves' .grad": "各叶子张量的 .grad",
+    "the loaded weights and missing / unexpected keys": "加载的权重，以及缺失 / 多余的键",
+    "the lr that was loaded": "加载进来的 lr",
+    "the module's output": "模块的输出",
+    "the parameter and step()'s return": "参数和 step() 的返回值",
+    "the state_dict keys": "state_dict 的键",
+    "what the module holds": "模块持有的内容",
+    # the situations' questions (the tooltips)
+    "a non-tensor positional argument: module(x, 'tag')": "一个非张量的位置参数：module(x, 'tag')",
+    "all parameters have requires_grad=False (the input still requires grad)": (
+        "所有参数都是 requires_grad=False（输入仍然需要梯度）"
+    ),
+    "an earlier hook of the same kind registers this one during the trigger": "触发过程中，先注册的同类钩子注册了这个钩子",
+    "an earlier hook of the same kind removes this one during the trigger": "触发过程中，先注册的同类钩子移除了这个钩子",
+    "an exception left the block; saved_tensors_hooks is entered afterwards": (
+        "一个异常离开了该块；之后进入 saved_tensors_hooks"
+    ),
+    "blocks nested; saved_tensors_hooks entered after the inner one ended (inside the outer)": (
+        "块嵌套；内层块结束后（仍在外层块中）进入 saved_tensors_hooks"
+    ),
+    "calling torch.jit.trace(module, x) (hooks counted after tracing)": (
+        "调用 torch.jit.trace(module, x)（只统计跟踪之后的钩子调用）"
+    ),
+    "forward returns None": "forward 返回 None",
+    "forward returns a dict of tensors": "forward 返回由张量组成的字典",
+    "forward returns a tuple of two tensors": "forward 返回由两个张量组成的元组",
+    "forward under torch.autocast('cpu', dtype=torch.bfloat16)": "在 torch.autocast('cpu', dtype=torch.bfloat16) 下运行 forward",
+    "forward under torch.inference_mode()": "在 torch.inference_mode() 下运行 forward",
+    "frozen parameters and an input that does not require grad": "参数被冻结，输入也不需要梯度",
+    "load_state_dict() from another model after the hook was registered": "注册钩子之后，从另一个模型 load_state_dict()",
+    "save_on_cpu is entered inside the block": "在该块内进入 save_on_cpu",
+    "saved_tensors_hooks is entered after the block ended": "该块结束之后进入 saved_tensors_hooks",
+    "saved_tensors_hooks is entered inside the block": "在该块内进入 saved_tensors_hooks",
+    "the block is entered while saved_tensors_hooks are active": "在 saved_tensors_hooks 生效期间进入该块",
+    "the hook raises ValueError on its first call; the trigger runs again": (
+        "钩子在第一次调用时抛出 ValueError；之后再运行一次触发操作"
+    ),
+    "the hook removes itself on its first call, and another hook of the same kind is registered after it": (
+        "钩子在第一次调用时移除自己，并且在它之后还注册了另一个同类钩子"
+    ),
+    "the hook removes itself on its first call; the trigger runs twice": "钩子在第一次调用时移除自己；触发操作运行两次",
+    "the hooked object is copy.deepcopy'd and the copy is triggered": "用 copy.deepcopy 复制挂着钩子的对象，再触发副本",
+    "the module is called as module(x, scale=2.0)": "以 module(x, scale=2.0) 的方式调用模块",
+    "the module is in eval() mode": "模块处于 eval() 模式",
+    "the module's forward raises": "模块的 forward 抛出异常",
+    "the plain case: one trigger": "最普通的情况：触发一次",
+    "the same function is registered twice": "同一个函数注册了两次",
+    "the same module is applied twice: module(module(x))": "同一个模块被应用两次：module(module(x))",
+    "the trigger runs twice": "触发操作运行两次",
+    "the whole trigger runs under torch.no_grad()": "整个触发操作在 torch.no_grad() 下运行",
+    "torch.autograd.grad(loss, params) (no .backward(), no input grad)": (
+        "torch.autograd.grad(loss, params)（不调用 .backward()，也不对输入求梯度）"
+    ),
+    "torch.func.functional_call(module, params, (x,))": "用 torch.func.functional_call(module, params, (x,)) 调用模块",
+    "torch.func.grad over functional_call (gradient w.r.t. x)": "对 functional_call 使用 torch.func.grad（对 x 求梯度）",
+    "torch.utils.checkpoint.checkpoint(module, x, use_reentrant=False)": (
+        "用 torch.utils.checkpoint.checkpoint(module, x, use_reentrant=False) 调用模块"
+    ),
+    "torch.utils.checkpoint.checkpoint(module, x, use_reentrant=True)": (
+        "用 torch.utils.checkpoint.checkpoint(module, x, use_reentrant=True) 调用模块"
+    ),
+})
+
+# --- the widgets (hookviz.widgets): options, captions, status lines, and the words drawn in their pictures and
+# charts (those only where a Chinese font is installed: hookviz.render.figure_text). Layer names, types, shapes
+# and numbers stay as written ------------------------------------------------------------------------------------
+MESSAGES.update({
+    # the attention explorers
+    "mean of heads": "各头的平均",
+    "head {}": "注意力头 {}",
+    "head {} (heads 0-{})": "注意力头 {0}（共 0-{1} 号）",
+    "sample {}": "样本 {}",
+    "{} queries (rows) x {} keys (columns)": "{} 个查询（行）× {} 个键（列）",
+    "not shown: {} (state.not_shown says why)": "未显示：{}（原因见 state.not_shown）",
+    "mean": "平均",
+    "rows: queries · columns: keys · scale 0-1": "行：查询 · 列：键 · 刻度 0-1",
+    # the layer explorer
+    "all types": "全部类型",
+    "loss": "损失",
+    "top logit": "最大的 logit",
+    "index": "按序号",
+    "top-k": "前 k 个",
+    "not called": "未被调用",
+    "label {}": "标签 {}",
+    "labels {}": "标签 {}",
+    "all {} channels": "全部 {} 个通道",
+    "channels {}-{} of {}": "共 {2} 个通道中的 {0}-{1}",
+    "channels {} of {}": "共 {1} 个通道中的 {0}",
+    "all {} channels, largest mean first: {}": "全部 {0} 个通道，均值最大的在前：{1}",
+    "{} of {} channels, largest mean first: {}": "共 {1} 个通道中的 {0} 个，均值最大的在前：{2}",
+    "page {} (by index)": "第 {} 页（按序号）",
+    "page {} (top-k by mean)": "第 {} 页（按均值取前 k 个）",
+    "{} positions x {} features as a heat map (a row per position)": "{} 个位置 × {} 个特征，画成热图（每个位置一行）",
+    "{} positions x {} classes as a heat map (a row per position)": "{} 个位置 × {} 个类别，画成热图（每个位置一行）",
+    "{} values as a heat strip": "{} 个值，画成热度条",
+    "range [{}, {}]": "取值范围 [{}, {}]",
+    "called {} times; showing the last call": "被调用了 {} 次；显示最后一次调用",
+    "batch_first=False: dimension 0 may be the sequence, not the sample": "batch_first=False：第 0 维可能是序列，而不是样本",
+    "output is a {} of {}; showing element [{}] (elements: {})": "输出是含 {1} 个元素的 {0}；显示元素 [{2}]（各元素：{3}）",
+    "{} NaN and {} Inf values (magenta)": "{} 个 NaN 值和 {} 个 Inf 值（品红色）",
+    "all values are 0 (a dead layer for this sample?)": "所有值都是 0（对这个样本来说是一个死层？）",
+    "all values equal {}": "所有值都等于 {}",
+    "cell = class": "格子 = 类别",
+    "cell = index": "格子 = 序号",
+    "no gradient for {}": "{} 没有梯度",
+    "no gradient reached this layer": "没有梯度到达这一层",
+    "d({})/d(output) of {}": "{1} 的 d({0})/d(output)",
+    # the hook timeline
+    "forward": "前向",
+    "backward": "反向",
+    "{} of {} hook calls": "共 {1} 次钩子调用，显示 {0} 次",
+    "firing order": "触发顺序",
+    # the training monitor
+    "loss {}": "损失 {}",
+    "step {}": "第 {} 步",
+    "no steps yet": "还没有训练步",
+    "training…": "训练中…",
+    "stopped": "已停止",
+    "stopped by an error: {}": "因出错而停止：{}",
+    "no steps yet: press Train, or call monitor.run(steps)": "还没有训练步：点“训练”，或调用 monitor.run(steps)",
+    "steps must be a whole number from 1 to 1000000, not {}": "步数必须是 1 到 1000000 之间的整数，而不是 {}",
+    "layer {} was removed from the model in step {}: it has no statistics from step {} on": (
+        "层 {0} 在第 {1} 步从模型中被移除：从第 {2} 步起没有它的统计数据"
+    ),
+    "a layer {} ({}) is back in step {}: watched from step {}": "层 {0}（{1}）在第 {2} 步回来了：从第 {3} 步起重新观察",
+    "layer {} was replaced in step {} (by a new {}): the new module is watched from step {}": (
+        "层 {0} 在第 {1} 步被替换（换成了新的 {2}）：从第 {3} 步起观察新模块"
+    ),
+    "feature maps of {}": "{} 的特征图",
+    "no probe sample: pass probe=...": "没有探针样本：请传入 probe=...",
+    "press Train: maps appear while it trains": "点“训练”：训练时会显示特征图",
+    "{} at step {}": "{0}，第 {1} 步",
+    "(cell = output index)": "（格子 = 输出序号）",
+    "gradient of {}: no steps yet": "{} 的梯度：还没有训练步",
+    "|gradient| of {}, last {} steps": "{0} 的 |梯度|，最近 {1} 步",
+    "log10 |gradient| (-3 = 0.001)": "log10 |梯度|（-3 = 0.001）",
+    # the pictures and charts (hookviz.render)
+    "loss, up to step {}": "损失，截至第 {} 步",
+    "step": "步",
+    "no gradient yet": "还没有梯度",
+    "no values to draw": "没有可画的值",
+    "log": "对数",
+    "count": "计数",
+    "NaN {} · Inf {} · {} values": "NaN {} · Inf {} · 共 {} 个值",
+    "exact zeros: {} (not drawn)": "精确的零：{} 个（未画出）",
+    "input": "输入",
+    "position": "位置",
+    "class": "类别",
+    "feature": "特征",
+    "rows: {} 0-{}": "行：{} 0-{}",
+    "{} values in rows of {}": "{} 个值，每行 {} 个",
+    "columns: {} 0-{}": "列：{} 0-{}",
+    "value i: row i // {}, column i % {}": "第 i 个值：第 i // {0} 行，第 i % {1} 列",
+    "mean of {}x{} blocks": "{}x{} 块的平均",
+    "mean |gradient|, last steps": "平均 |梯度|，最近几步",
+    "activation mean": "激活均值",
+    "activation std": "激活标准差",
+    "no non-zero gradient": "没有非零梯度",
+    "|activation| over steps: {}": "|激活| 随训练步的变化：{}",
+    "log10 |gradient|: {}": "log10 |梯度|：{}",
+    "log10 |gradient|": "log10 |梯度|",
+    "log10 |gradient|, {}% zeros not shown": "log10 |梯度|，{}% 的零未画出",
+    # notebook 14's own figures (hookviz.render.figure_text in its cells)
+    "key position": "键的位置",
+    "query position": "查询的位置",
+    "layer 1 · head 0 (batch mean)": "第 1 层 · 注意力头 0（批次平均）",
+    "patched position": "修补的位置",
+    "fraction restored": "恢复的比例",
+    "embedding": "嵌入",
+    "block {}": "块 {}",
+})
+
+# --- the setup check's warning about another torch release (hookviz.doctor.release_warning): its sentences; the
+# notebook sections stay as ids --------------------------------------------------------------------------------
+MESSAGES.update({
+    "oldest supported": "支持的最旧版本",
+    "Google Colab (scripts/colab_pins.txt)": "Google Colab 的版本（scripts/colab_pins.txt）",
+    "the course's pin": "课程固定的版本",
+    "newest pip serves here": "这里 pip 能装到的最新版本",
+    "torch {} is not a release number this course knows; it is proven on {}.": (
+        "torch {0} 不是本课程认识的版本号；课程在这些版本上验证过：{1}。"
+    ),
+    "torch {} is outside the releases this course supports ({} to {}; every notebook is proven on {}): notebooks "
+    "may fail or show other outputs there, and notebook 16 has no stored hook atlas for it. These sections teach "
+    "behaviour that changes between releases:": (
+        "torch {0} 不在本课程支持的版本范围内（{1} 到 {2}；每个笔记本都在 {3} 上验证过）：在它上面笔记本可能失败或显示"
+        "不同的输出，笔记本 16 也没有为它保存的钩子图鉴。下面这些小节讲的行为在不同版本之间会变化："
+    ),
+    "the stored outputs were made with torch {}; torch {} is in the supported range ({} to {}), so every notebook "
+    "runs and its checks hold": (
+        "保存的输出是用 torch {0} 生成的；torch {1} 在支持的范围内（{2} 到 {3}），所以每个笔记本都能运行，其中的检查也都成立"
+    ),
+    "These sections behave differently on {} than in the stored outputs (each cell prints a table by release and "
+    "checks yours):": "下面这些小节在 {} 上的表现与保存的输出不同（相关单元格会按版本打印一张表，并检查你的版本）：",
+    "Notebook 16 has no stored hook atlas for torch {}: its §1 check stops there.": (
+        "笔记本 16 没有为 torch {} 保存的钩子图鉴：它 §1 的检查会在那里停下。"
+    ),
+    "The hook atlas of {} differs from {}'s in: {}.": "{0} 的钩子图鉴与 {1} 的不同之处在于：{2}。",
+    "The hook atlas of {} matches {}'s entry for entry.": "{0} 的钩子图鉴与 {1} 的逐条相同。",
+})

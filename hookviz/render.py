@@ -38,6 +38,8 @@ __all__ = [
     "CHART_STYLE",
     "FONT_PX",
     "MIN_TEXT_PX",
+    "CJK_FONT_FILE",
+    "cjk_font",
     "colorize",
     "feature_panel_png",
     "figure_png",
@@ -49,7 +51,10 @@ __all__ = [
     "join_png",
     "message_png",
     "monitor_figure",
+    "figure_text",
+    "use_cjk_font",
     "mosaic",
+    "panel_font",
     "nice_ticks",
     "pace_png",
     "mosaic_png",
@@ -241,16 +246,91 @@ _GREY = (110, 110, 110)
 _FONT: list[ImageFont.ImageFont | ImageFont.FreeTypeFont] = []
 
 
+#: hookviz's own Chinese font: every character of its Chinese strings, cut from Noto Sans CJK SC (SIL Open Font
+#: License, ``assets/fonts/OFL.txt``; rebuilt by ``scripts/make_cjk_font.py``). Most machines, Colab and Binder
+#: included, have no font with Chinese glyphs, and matplotlib or Pillow would draw each character as a box.
+CJK_FONT_FILE = "assets/fonts/hookviz-cjk-sc.otf"
+
+
+@functools.cache
+def cjk_font() -> tuple[str, str] | None:
+    """``(family, file)`` of hookviz's Chinese font, registered with matplotlib (``None`` if the file is missing)."""
+    from importlib import resources
+
+    from matplotlib import font_manager
+
+    path = resources.files("hookviz") / CJK_FONT_FILE
+    if not path.is_file():
+        return None
+    font_manager.fontManager.addfont(str(path))
+    return font_manager.FontProperties(fname=str(path)).get_name(), str(path)
+
+
+def figure_text(text: str) -> str:
+    """``text`` for a picture or chart: in the learner's language (:func:`hookviz.i18n.tr`), drawn with hookviz's
+    own Chinese font (:func:`cjk_font`); in English if that font file is missing.
+
+    Notebooks use it for their own figures' titles and axis labels, so that a zh notebook draws Chinese labels.
+    """
+    from hookviz.i18n import get_language, tr
+
+    if get_language() == "en":
+        return text
+    shown = tr(text)
+    if shown == text:
+        return text
+    if not use_cjk_font():
+        return text
+    return shown
+
+
+def use_cjk_font() -> bool:
+    """Let matplotlib draw Chinese: hookviz's font becomes the last fallback of ``font.family`` (each glyph the
+    other fonts lack is taken from it; nothing else changes). Charts made from now on use it; ``set_language("zh")``
+    calls this. Returns ``False`` when the font file is missing.
+    """
+    font = cjk_font()
+    if font is None:
+        return False
+    families = list(matplotlib.rcParams["font.family"])
+    if font[0] not in families:
+        matplotlib.rcParams["font.family"] = [*families, font[0]]
+    return True
+
+
 def _font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
     if not _FONT:
         _FONT.append(ImageFont.load_default(size=FONT_PX))
-    return _FONT[0]
+    if get_language_of_pictures() == "en":
+        return _FONT[0]
+    # Pillow's own font has no Chinese glyphs: a zh learner's pictures are drawn in the installed Chinese font
+    if len(_FONT) == 1:
+        font = cjk_font()
+        _FONT.append(ImageFont.truetype(font[1], FONT_PX) if font is not None else _FONT[0])
+    return _FONT[1]
+
+
+def panel_font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+    """The font of hookviz's Pillow pictures: Pillow's own, or an installed Chinese font for a zh learner."""
+    return _font()
+
+
+def get_language_of_pictures() -> str:
+    """The language pictures are drawn in: the learner's (English only if hookviz's Chinese font is missing)."""
+    from hookviz.i18n import get_language
+
+    language = get_language()
+    return language if language == "en" or cjk_font() is not None else "en"
 
 
 @functools.lru_cache(maxsize=4096)
+def _glyphs_in(font: Any, text: str) -> tuple[Any, tuple[int, int]]:
+    return font.getmask2(text, "L")
+
+
 def _glyphs(text: str) -> tuple[Any, tuple[int, int]]:
     """The rendered mask of ``text`` in the panel font and its offset (text is drawn again and again)."""
-    return _font().getmask2(text, "L")
+    return _glyphs_in(_font(), text)
 
 
 def _text(
@@ -398,8 +478,8 @@ def pace_png(
     steps = np.asarray(steps, dtype=np.float64)
     loss = np.asarray(loss, dtype=np.float64)
     finite = np.isfinite(loss)
-    last = f", up to step {int(steps[-1])}" if len(steps) else ""
-    _text(draw, (4, 4), _fit(draw, f"loss{last}", half - 8), fill=_TEXT, font=font)
+    title = figure_text(f"loss, up to step {int(steps[-1])}") if len(steps) else figure_text("loss")
+    _text(draw, (4, 4), _fit(draw, title, half - 8), fill=_TEXT, font=font)
     draw.line([(left, top + plot_h), (right, top + plot_h)], fill=_TEXT)
     draw.line([(left, top), (left, top + plot_h)], fill=_TEXT)
     if len(steps) and finite.any():
@@ -435,8 +515,8 @@ def pace_png(
             x, y = points[0]
             draw.ellipse([x - 2, y - 2, x + 2, y + 2], fill=_TEXT)
     else:
-        _text(draw, (left + 8, top + plot_h // 2 - 8), "no steps yet", fill=_GREY, font=font)
-    label = "step"
+        _text(draw, (left + 8, top + plot_h // 2 - 8), figure_text("no steps yet"), fill=_GREY, font=font)
+    label = figure_text("step")
     _axis_label(draw, label, left, plot_w, top + plot_h + 4 + line)
     # ---- right: mean |gradient| by layer, log axis
     names = [str(n) for n in layer_names]
@@ -475,7 +555,7 @@ def pace_png(
                     [left + 1, y0, max(left + 1, to_bx(float(value))), y0 + 0.64 * bar_h], fill=(214, 39, 40)
                 )
     else:
-        _text(draw, (left + 8, top + plot_h // 2 - 8), "no gradient yet", fill=_GREY, font=font)
+        _text(draw, (left + 8, top + plot_h // 2 - 8), figure_text("no gradient yet"), fill=_GREY, font=font)
     for i, name in enumerate(names):
         text = _fit(draw, name, 110)
         y = top + (i + 0.5) * bar_h - FONT_PX / 2 - 1
@@ -579,21 +659,21 @@ def _draw_histogram_png(
         label = _fit(draw, x_label, plot_w)
         _axis_label(draw, label, left, plot_w, top + plot_h + 4 + line)
     if not counts.any():
-        _text(draw, (left + 8, top + plot_h // 2 - 8), "no values to draw", fill=_GREY, font=font)
+        _text(draw, (left + 8, top + plot_h // 2 - 8), figure_text("no values to draw"), fill=_GREY, font=font)
     peak_count = int(counts.max()) if counts.size else 0
     _text(draw, (4, top), f"{peak_count}", fill=_TEXT, font=font)
-    _text(draw, (4, top + line), "log" if log else "count", fill=_GREY, font=font)
+    _text(draw, (4, top + line), figure_text("log" if log else "count"), fill=_GREY, font=font)
     _text(draw, (4, 4), _fit(draw, title, width - 8), fill=_TEXT, font=font)
     bad = hist.nan or hist.inf
     _text(
         draw,
         (4, 4 + line),
-        _fit(draw, f"NaN {hist.nan} · Inf {hist.inf} · {hist.total} values", width - 8),
+        _fit(draw, figure_text(f"NaN {hist.nan} · Inf {hist.inf} · {hist.total} values"), width - 8),
         fill=(200, 0, 0) if bad else _TEXT,
         font=font,
     )
     if hist.zeros is not None:
-        _text(draw, (4, 4 + 2 * line), f"exact zeros: {hist.zeros} (not drawn)", fill=_GREY, font=font)
+        _text(draw, (4, 4 + 2 * line), figure_text(f"exact zeros: {hist.zeros} (not drawn)"), fill=_GREY, font=font)
     return png_bytes(np.asarray(img))
 
 
@@ -646,7 +726,7 @@ def feature_panel_png(
         gray = colorize(pic, cmap="gray")
         gray = np.repeat(np.repeat(gray, scale, axis=0), scale, axis=1)
         img.paste(Image.fromarray(gray), (x0, top + line))
-        draw.text((x0, top), "input", fill=_GREY, font=font)
+        draw.text((x0, top), figure_text("input"), fill=_GREY, font=font)
         for i, text in enumerate(_wrap(draw, image_caption, box + 6)[:3]):
             draw.text((x0, top + line + gray.shape[0] + 4 + i * line), text, fill=_TEXT, font=font)
         x0 += box + 14
@@ -805,7 +885,7 @@ def heatmap_panel_png(
         gray = colorize(pic, cmap="gray")
         gray = np.repeat(np.repeat(gray, scale, axis=0), scale, axis=1)[:box, :box]
         img.paste(Image.fromarray(gray), (x0, top + line))
-        draw.text((x0, top), "input", fill=_GREY, font=font)
+        draw.text((x0, top), figure_text("input"), fill=_GREY, font=font)
         for i, text in enumerate(_wrap(draw, image_caption, box + 6)[:3]):
             draw.text((x0, top + line + gray.shape[0] + 4 + i * line), text, fill=_TEXT, font=font)
         x0 += box + 14
@@ -830,11 +910,14 @@ def heatmap_panel_png(
     tile = np.repeat(np.repeat(rgb, sy, axis=0), sx, axis=1)
     oy = top + line
     img.paste(Image.fromarray(tile), (x0, oy))
+    row_label, col_label = figure_text(row_label), figure_text(col_label)
     head = f"rows: {row_label} 0-{rows - 1}" if count is None else f"{count} values in rows of {cols}"
+    head = figure_text(head)
     draw.text((x0, top), _fit(draw, head, area_w), fill=_GREY, font=font)
     caption = f"columns: {col_label} 0-{cols - 1}" if count is None else f"value i: row i // {cols}, column i % {cols}"
     if (fy, fx) != (1, 1):
         caption += f" · mean of {fy}x{fx} blocks"
+    caption = " · ".join(figure_text(part) for part in caption.split(" · "))
     draw.text((x0, oy + tile.shape[0] + 3), _fit(draw, caption, area_w), fill=_GREY, font=font)
     _colour_bar(img, draw, bar_x, top, lo, hi, cmap)
     return png_bytes(np.asarray(img))
@@ -869,7 +952,7 @@ def stack_png(pngs: Sequence[bytes], gap: int = 8) -> bytes:
 
 def _message(fig: Figure, text: str) -> Figure:
     fig.clear()
-    fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=CHART_STYLE["font.size"], color="0.35")
+    fig.text(0.5, 0.5, figure_text(text), ha="center", va="center", fontsize=CHART_STYLE["font.size"], color="0.35")
     return fig
 
 
@@ -909,6 +992,28 @@ def monitor_figure(
     if not len(steps):
         return _message(fig, "no steps yet: press Train, or call monitor.run(steps)")
     fig.clear()
+    zeros = "" if grad_zero_fraction is None else f", {100 * grad_zero_fraction:.0f}% zeros not shown"
+    # In the learner's language (figure_text), looked up before rc_context: figure_text may add a Chinese font
+    words = {
+        text: figure_text(text)
+        for text in (
+            "loss",
+            "step",
+            "no gradient yet",
+            "mean |gradient|, last steps",
+            "activation mean",
+            "activation std",
+            "no non-zero gradient",
+        )
+    }
+    words |= {
+        key: figure_text(text)
+        for key, text in (
+            ("colorful", f"|activation| over steps: {selected}"),
+            ("histogram", f"log10 |gradient|: {selected}"),
+            ("gradient axis", f"log10 |gradient|{zeros}"),
+        )
+    }
     with rc_context(CHART_STYLE):
         n = len(layer_names)
         legend_rows = math.ceil(n / 3)
@@ -916,8 +1021,8 @@ def monitor_figure(
         fig.subplots_adjust(left=0.1, right=0.97, top=0.95, bottom=0.08)
         ax = fig.add_subplot(grid[0, 0])
         ax.plot(steps, loss, lw=1.2, color="black")
-        ax.set_title("loss")
-        ax.set_xlabel("step")
+        ax.set_title(words["loss"])
+        ax.set_xlabel(words["step"])
         step_axis(ax.xaxis)
         ax = fig.add_subplot(grid[0, 1])
         safe = np.where(np.isfinite(grad_by_depth) & (grad_by_depth > 0), grad_by_depth, np.nan)
@@ -938,8 +1043,8 @@ def monitor_figure(
             ax.xaxis.set_minor_locator(NullLocator())
             ax.xaxis.set_minor_formatter(NullFormatter())
         else:
-            ax.text(0.5, 0.5, "no gradient yet", ha="center", va="center", transform=ax.transAxes, color="0.35")
-        ax.set_title("mean |gradient|, last steps")
+            ax.text(0.5, 0.5, words["no gradient yet"], ha="center", va="center", transform=ax.transAxes, color="0.35")
+        ax.set_title(words["mean |gradient|, last steps"])
         lines = []
         for col, (values, title) in enumerate(((act_mean, "activation mean"), (act_std, "activation std"))):
             ax = fig.add_subplot(grid[1, col])
@@ -947,7 +1052,7 @@ def monitor_figure(
                 (ln,) = ax.plot(steps, values[:, j], lw=1.2)
                 if col == 0:
                     lines.append(ln)
-            ax.set_title(title)
+            ax.set_title(words[title])
             step_axis(ax.xaxis)
         legend_ax = fig.add_subplot(grid[2, :])
         legend_ax.set_axis_off()
@@ -965,16 +1070,17 @@ def monitor_figure(
                 interpolation="nearest",
             )
             step_axis(ax.xaxis)
-        ax.set_title(f"|activation| over steps: {selected}")
-        ax.set_xlabel("step")
+        ax.set_title(words["colorful"])
+        ax.set_xlabel(words["step"])
         ax = fig.add_subplot(grid[3, 1])
         if np.asarray(grad_hist).sum() > 0:
             ax.stairs(grad_hist, grad_edges, fill=True, color="tab:orange", alpha=0.8)
         else:
-            ax.text(0.5, 0.5, "no non-zero gradient", ha="center", va="center", transform=ax.transAxes, color="0.35")
-        zeros = "" if grad_zero_fraction is None else f", {100 * grad_zero_fraction:.0f}% zeros not shown"
-        ax.set_title(f"log10 |gradient|: {selected}")
-        ax.set_xlabel(f"log10 |gradient|{zeros}")
+            ax.text(
+                0.5, 0.5, words["no non-zero gradient"], ha="center", va="center", transform=ax.transAxes, color="0.35"
+            )
+        ax.set_title(words["histogram"])
+        ax.set_xlabel(words["gradient axis"])
     return fig
 
 
@@ -995,6 +1101,7 @@ def timeline_figure(fig: Figure, events: Sequence[tuple[int, str, str, str]], ki
         return _message(fig, "no hook calls match these filters")
     fig.clear()
     markers = "os^vDP*Xph"
+    order, backward_text = figure_text("firing order"), figure_text("backward")  # before rc_context, as above
     with rc_context(CHART_STYLE):
         ax = fig.add_axes((0.2, 0.34, 0.77, 0.6))
         places = list(dict.fromkeys(e[3] for e in events))
@@ -1016,11 +1123,11 @@ def timeline_figure(fig: Figure, events: Sequence[tuple[int, str, str, str]], ki
         ax.set_yticks(range(len(places)), places)
         ax.set_ylim(len(places) - 0.5, -0.5)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("firing order")
+        ax.set_xlabel(order)
         backward = [e[0] for e in events if e[1] == "backward"]
         if backward:
             ax.axvspan(min(backward) - 0.5, max(backward) + 0.5, color="tab:red", alpha=0.06, zorder=0)
-            ax.text(min(backward), -0.45, "backward", va="bottom", color="tab:red")
+            ax.text(min(backward), -0.45, backward_text, va="bottom", color="tab:red")
         ax.grid(axis="x", alpha=0.3)
         fig.legend(loc="lower center", ncols=3, frameon=False, bbox_to_anchor=(0.55, 0.0))
     return fig

@@ -6,8 +6,9 @@ generated differences that make it a Chinese notebook:
 
 - the imports cell gets one more line, ``hookviz.set_language("zh")``, so that what hookviz prints for
   the learner (the checkers' ``✓``/``✗`` lines and hints) is Chinese (:mod:`hookviz.i18n`);
-- the stored ``✓``/``✗`` lines are translated with the same catalogue, so that they are exactly what
-  the code prints now (nbval over ``notebooks/zh/`` proves it);
+- the stored ``✓``/``✗`` lines (and the hook doctor's reports and the atlas's HTML tables) are translated
+  with the same catalogue, so that they are exactly what the code prints now (nbval over ``notebooks/zh/``
+  proves it);
 - the notebook metadata says ``"language": "zh-CN"``.
 
 The markdown text comes from ``i18n/zh/NN_name.md``, which holds one entry per markdown cell::
@@ -52,6 +53,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from hookviz.atlas import localise_html as localise_atlas_html  # noqa: E402
 from hookviz.diagnose.report import localise as localise_report  # noqa: E402
 from hookviz.diagnose.report import localise_html  # noqa: E402
 from hookviz.i18n import translate  # noqa: E402  (the package of this checkout, not another installed one)
@@ -288,8 +290,8 @@ def localise_text(text: str) -> str:
 
 
 def localise_outputs(outputs: list) -> None:
-    """Translate, in place, what hookviz's checkers printed or raised in a code cell's outputs, and the hook
-    doctor's reports (``hookviz.diagnose``), printed or shown."""
+    """Translate, in place, what hookviz's checkers printed or raised in a code cell's outputs, the hook
+    doctor's reports (``hookviz.diagnose``), printed or shown, and the hook atlas's tables shown as HTML."""
     for output in outputs:
         if output.get("output_type") == "stream":
             output["text"] = localise_report(localise_text(output["text"]), "zh")
@@ -298,7 +300,9 @@ def localise_outputs(outputs: list) -> None:
             if "text/plain" in data:
                 data["text/plain"] = localise_report(data["text/plain"], "zh")
             if "text/html" in data:
-                data["text/html"] = localise_html(data["text/html"], "zh")
+                data["text/html"] = localise_atlas_html(localise_html(data["text/html"], "zh"), "zh")
+        elif output.get("output_type") == "display_data" and "text/html" in output.get("data", {}):
+            output["data"]["text/html"] = localise_atlas_html(output["data"]["text/html"], "zh")
         elif output.get("output_type") == "error" and output.get("ename") == "ExerciseNotSolved":
             english = output["evalue"]
             output["evalue"] = translate(english, "zh")

@@ -204,7 +204,9 @@ def test_a_closed_timeline_keeps_no_figure_or_drawing() -> None:
         per_widget = (tracemalloc.get_traced_memory()[0] - start) / len(kept)
     finally:
         tracemalloc.stop()
-    assert per_widget < 100_000, f"{per_widget / 1024:.0f} KB kept per closed HookTimeline"
+    # A kept figure was ~1.2 MB; what stays (~85 KB, measured) is ipywidgets' and traitlets' own bookkeeping of
+    # the closed controls, which varies with what ran before in the process: the bound leaves room for that.
+    assert per_widget < 200_000, f"{per_widget / 1024:.0f} KB kept per closed HookTimeline"
     assert all(w._fig is None and not w.chart.outputs and not w.table_out.outputs for w in kept)
     kept[0].phase.value = "forward"  # a closed widget ignores its controls
     assert repr(kept[0]) == "HookTimeline(closed)"

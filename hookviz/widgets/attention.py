@@ -20,12 +20,12 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 import torch
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw
 from torch import Tensor, nn
 
 from hookviz.capture import HookGroup
 from hookviz.i18n import tr
-from hookviz.render import FONT_PX, colorize, png_bytes
+from hookviz.render import FONT_PX, colorize, figure_text, panel_font, png_bytes
 from hookviz.text import closest_hint
 from hookviz.widgets.common import (
     StaticFallback,
@@ -334,25 +334,32 @@ class AttentionState:
             view["not_shown"] = dict(self.not_shown)
         return view
 
-    def caption(self) -> str:
-        """One line: layer, head, sample and what the picture shows (and anything unusual about it)."""
-        head = "mean of heads" if self.head is None else f"head {self.head} (heads 0-{self.heads() - 1})"
+    def caption(self, translated: bool = False) -> str:
+        """One line: layer, head, sample and what the picture shows (and anything unusual about it).
+
+        In English, as notebooks print it; ``translated=True`` gives it in the current language (the widget's
+        caption, :func:`hookviz.i18n.tr`)."""
+        t = tr if translated else str
+        head = t("mean of heads") if self.head is None else t(f"head {self.head} (heads 0-{self.heads() - 1})")
         rows, cols = self.pattern().shape
-        text = f"{self.layer} · {head} · sample {self.sample} · {rows} queries (rows) x {cols} keys (columns)"
+        parts = [self.layer, head, t(f"sample {self.sample}"), t(f"{rows} queries (rows) x {cols} keys (columns)")]
         check = self.checks.get(self.layer)
         if check is not None and check.note:
-            text += f" · {check.note.removeprefix(self.layer + ': ')}"
+            parts.append(t(check.note.removeprefix(self.layer + ": ")))
         if self.label_source.startswith("positions ("):
-            text += f" · labels are {self.label_source}"
+            parts.append(t(f"labels are {self.label_source}"))
         if self.not_shown:
-            text += f" · not shown: {', '.join(self.not_shown)} (state.not_shown says why)"
-        return text
+            parts.append(t(f"not shown: {', '.join(self.not_shown)} (state.not_shown says why)"))
+        return " · ".join(parts)
 
     def png(self) -> bytes:
-        """The chosen pattern as a labelled heat map (0 to 1, one colour scale for every head)."""
+        """The chosen pattern as a labelled heat map (0 to 1, one colour scale for every head).
+
+        Its title is in the learner's language where a Chinese font can draw it (:func:`figure_text`)."""
         queries, keys = self.token_labels()
-        head = "mean" if self.head is None else f"head {self.head}"
-        return attention_png(self.pattern(), queries, keys, title=f"{self.layer} · {head} · sample {self.sample}")
+        head = figure_text("mean") if self.head is None else figure_text(f"head {self.head}")
+        title = f"{self.layer} · {head} · {figure_text(f'sample {self.sample}')}"
+        return attention_png(self.pattern(), queries, keys, title=title)
 
     def __repr__(self) -> str:
         head = "mean" if self.head is None else self.head
@@ -364,7 +371,7 @@ class AttentionState:
 
 def attention_png(pattern: np.ndarray, queries: Sequence[str], keys: Sequence[str], title: str = "") -> bytes:
     """A ``(L, S)`` attention pattern as a heat map on a 0-1 scale, keys labelled on top, queries on the left."""
-    font = ImageFont.load_default(size=FONT_PX)
+    font = panel_font()
     rows, cols = pattern.shape
     cell = max(8, min(36, 300 // max(rows, cols, 1)))
     measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
@@ -384,7 +391,8 @@ def attention_png(pattern: np.ndarray, queries: Sequence[str], keys: Sequence[st
         draw.text((x, top - line), text, fill=(30, 30, 30), font=font)
     for i, text in enumerate(queries):
         draw.text((4, top + i * cell + (cell - FONT_PX) / 2), text, fill=(30, 30, 30), font=font)
-    draw.text((4, top + rows * cell + 4), "rows: queries · columns: keys · scale 0-1", fill=(110, 110, 110), font=font)
+    footer = figure_text("rows: queries · columns: keys · scale 0-1")
+    draw.text((4, top + rows * cell + 4), footer, fill=(110, 110, 110), font=font)
     return png_bytes(np.asarray(img))
 
 
@@ -425,7 +433,7 @@ class AttentionExplorer(StaticFallback, widgets.VBox):
         self._close_previous_run("AttentionExplorer")
 
     def _head_options(self) -> list[tuple[str, int | str]]:
-        return [("mean of heads", "mean"), *[(f"head {h}", h) for h in range(self.state.heads())]]
+        return [(tr("mean of heads"), "mean"), *[(tr(f"head {h}"), h) for h in range(self.state.heads())]]
 
     def _head_value(self) -> int | str:
         return "mean" if self.state.head is None else self.state.head
@@ -454,7 +462,7 @@ class AttentionExplorer(StaticFallback, widgets.VBox):
 
     def refresh(self) -> None:
         """Redraw the heat map and the caption from the state."""
-        text = self.state.caption()
+        text = self.state.caption(translated=True)
         self.caption.value = caption_html(text)
         show_png(self.out, self.state.png(), text)
 

@@ -30,6 +30,7 @@ from hookviz.capture import capture, iter_tensors, value_at
 from hookviz.i18n import tr
 from hookviz.render import (
     feature_panel_png,
+    figure_text,
     finite_range,
     heatmap_panel_png,
     histogram_png,
@@ -74,6 +75,10 @@ class LayerInfo:
         """What the picker shows: ``features.4 · Conv2d · (16, 4, 4)``."""
         shape = "not called" if self.shape is None else str(self.shape)
         return f"{self.name} · {self.type} · {shape}"
+
+    def shown_label(self) -> str:
+        """:attr:`label` as the picker shows it, in the current language (``not called`` translated)."""
+        return f"{self.name} · {self.type} · {tr('not called') if self.shape is None else self.shape}"
 
 
 def _kind_of(value: Any) -> str:
@@ -588,7 +593,7 @@ class ExplorerState:
         png = self._png_cache.get(key)
         if png is None:
             label = self.label_text()
-            title = f"{self.layer} · sample {self.sample}"
+            title = f"{self.layer} · {figure_text(f'sample {self.sample}')}"
             if self.kind == "maps":
                 maps = self.maps()
                 lo, hi = finite_range(maps)  # one colour scale for the whole layer: pages compare
@@ -600,7 +605,7 @@ class ExplorerState:
                     vmax=hi,
                     title=title,
                     image=self.input_image(),
-                    image_caption=label,
+                    image_caption=figure_text(label),
                 )
             elif self.kind == "sequence":
                 values = self.activation()
@@ -611,13 +616,13 @@ class ExplorerState:
                     col_label="class" if classes else "feature",
                     title=title,
                     image=self.input_image(),
-                    image_caption=label,
+                    image_caption=figure_text(label),
                 )
             else:
                 values = self.activation().reshape(-1)
                 logits = self.n_outputs is not None and values.size == self.n_outputs
-                title += " · cell = class" if logits else " · cell = index"
-                png = feature_panel_png(values, title=title, image=self.input_image(), image_caption=label)
+                title += " · " + figure_text("cell = class" if logits else "cell = index")
+                png = feature_panel_png(values, title=title, image=self.input_image(), image_caption=figure_text(label))
             if len(self._png_cache) > 256:
                 self._png_cache.clear()
             self._png_cache[key] = png
@@ -649,8 +654,10 @@ class ExplorerState:
         """The gradient histogram panel (exact zeros counted apart with ``hide_zeros``), or a message."""
         hist = self.grad_histogram(drop_zeros=hide_zeros)
         if hist is None:
-            return message_png(f"no gradient for {self.layer}: {self.grad_notes.get(self.layer, '')}")
-        return histogram_png(hist, title=f"d({self.target_text})/d(output) of {self.layer}", log=log)
+            note = self.grad_notes.get(self.layer, "")
+            return message_png(f"{figure_text(f'no gradient for {self.layer}')}: {figure_text(note)}")
+        title = figure_text(f"d({figure_text(self.target_text)})/d(output) of {self.layer}")
+        return histogram_png(hist, title=title, log=log)
 
     def static_png(self, log: bool = False, hide_zeros: bool = True) -> bytes:
         """Both panels side by side in one PNG (the widget's static fallback)."""
@@ -711,30 +718,36 @@ class ExplorerState:
             return f"{rows} positions x {cols} {what}"
         return f"{self.channels} values"
 
-    def caption(self) -> str:
-        """One line for the widget: layer, shape, sample, channels shown, value range and notes."""
+    def caption(self, translated: bool = False) -> str:
+        """One line for the widget: layer, shape, sample, channels shown, value range and notes.
+
+        In English, as notebooks print it; ``translated=True`` gives it in the current language (the widget's
+        caption, :func:`hookviz.i18n.tr`): layer names, types and shapes stay as written."""
+        t = tr if translated else str
         d = self.describe()
-        label = f" ({self.label_text()})" if d["label"] is not None else ""
+        label = "" if d["label"] is None else f"（{t(self.label_text())}）" if translated else f" ({self.label_text()})"
         if self.kind == "maps":
             shown, total = list(d["shown"]), d["channels"]
             listed = ", ".join(map(str, shown[:6])) + (", …" if len(shown) > 6 else "")
             if self.order == "topk":
                 count = f"all {total}" if len(shown) == total else f"{len(shown)} of {total}"
-                what = f"{count} channels, largest mean first: {listed}"
+                what = t(f"{count} channels, largest mean first: {listed}")
             elif shown and shown == list(range(shown[0], shown[0] + len(shown))):
                 what = f"all {total} channels" if len(shown) == total else f"channels {shown[0]}-{shown[-1]} of {total}"
+                what = t(what)
             else:
-                what = f"channels {listed} of {total}"
-            what += f" · page {d['page']} ({'top-k by mean' if self.order == 'topk' else 'by index'})"
+                what = t(f"channels {listed} of {total}")
+            what += " · " + t(f"page {d['page']} ({'top-k by mean' if self.order == 'topk' else 'by index'})")
         elif self.kind == "sequence":
-            what = f"{d['shown']} as a heat map (a row per position)"
+            what = t(f"{d['shown']} as a heat map (a row per position)")
         else:
-            what = f"{d['channels']} values as a heat strip"
-        text = f"{d['layer']} · {d['type']} · {d['shape']} · sample {d['sample']}{label} · {what}"
+            what = t(f"{d['channels']} values as a heat strip")
+        sample = t(f"sample {d['sample']}")
+        text = f"{d['layer']} · {d['type']} · {d['shape']} · {sample}{label} · {what}"
         if d["range"] is not None:
-            text += f" · range [{d['range'][0]:.3g}, {d['range'][1]:.3g}]"
+            text += " · " + t(f"range [{d['range'][0]:.3g}, {d['range'][1]:.3g}]")
         if d["notes"]:
-            text += " · " + "; ".join(d["notes"])
+            text += " · " + "; ".join(t(note) for note in d["notes"])
         return text
 
     def layer_table(self) -> str:
@@ -767,7 +780,7 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         self.state = state
         narrow = {"description_width": "initial"}
         self.type_filter = widgets.Dropdown(
-            options=[("all types", "all"), *[(t, t) for t in state.types()]],
+            options=[(tr("all types"), "all"), *[(t, t) for t in state.types()]],
             value="all",
             description=tr("type"),
             layout={"width": "190px"},
@@ -782,10 +795,10 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         )
         target_options: list[tuple[str, str | int]] = []
         if state.labels is not None:
-            target_options.append(("loss", "loss"))
-        target_options.append(("top logit", "predicted"))
+            target_options.append((tr("loss"), "loss"))
+        target_options.append((tr("top logit"), "predicted"))
         if state.n_outputs and state.n_outputs <= 100:  # a longer list is no use in a dropdown: set_target(k)
-            target_options += [(f"logit {k}", k) for k in range(state.n_outputs)]
+            target_options += [(tr(f"logit {k}"), k) for k in range(state.n_outputs)]
         if state.target not in [v for _, v in target_options]:
             target_options.append((str(state.target), state.target))
         self.target = widgets.Dropdown(
@@ -796,7 +809,7 @@ class LayerExplorer(StaticFallback, widgets.VBox):
             style=narrow,
         )
         self.sample = widgets.IntText(value=0, description=tr("sample"), layout={"width": "130px"}, style=narrow)
-        self.order = widgets.ToggleButtons(options=[("index", "index"), ("top-k", "topk")], value="index")
+        self.order = widgets.ToggleButtons(options=[(tr("index"), "index"), (tr("top-k"), "topk")], value="index")
         self.order.style.button_width = "64px"
         self.page = widgets.IntText(value=1, description=tr("page"), layout={"width": "110px"}, style=narrow)
         self.hide_zeros = widgets.Checkbox(
@@ -830,7 +843,7 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         self._close_previous_run("LayerExplorer")
 
     def _layer_options(self, type_name: str) -> list[tuple[str, str]]:
-        return [(self.state.info[n].label, n) for n in self.state.layers_of_type(type_name)]
+        return [(self.state.info[n].shown_label(), n) for n in self.state.layers_of_type(type_name)]
 
     def _on_type(self, change: dict[str, Any]) -> None:
         if self.state is None:  # closed
@@ -904,7 +917,7 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         show_png(self.maps_out, state.feature_png(), f"feature maps of {state.layer}, sample {state.sample}")
         png = state.grad_png(log=self.log_scale.value, hide_zeros=self.hide_zeros.value)
         show_png(self.grad_out, png, f"gradient histogram of {state.layer}, sample {state.sample}")
-        self.caption.value = caption_html(state.caption())
+        self.caption.value = caption_html(state.caption(translated=True))
 
     def _release(self) -> None:
         """Let go of the drawn panels: a closed explorer kept in ``Out[n]`` holds no PNG.

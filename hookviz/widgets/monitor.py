@@ -38,6 +38,7 @@ from hookviz.models import make_digits_step
 from hookviz.render import (
     feature_panel_png,
     figure_png,
+    figure_text,
     finite_range,
     heatmap_panel_png,
     histogram_png,
@@ -862,11 +863,11 @@ class MonitorState:
             why = self.probe_note or (
                 "no probe sample: pass probe=..." if self.probe is None else "press Train: maps appear while it trains"
             )
-            return message_png(f"feature maps of {layer}: {why}", size=(430, 290))
+            return message_png(f"{figure_text(f'feature maps of {layer}')}: {figure_text(why)}", size=(430, 290))
         probe = self.probe
         image = as_numpy(probe[0]) if probe is not None and probe[0].ndim >= 2 and probe.is_floating_point() else None
-        caption = "" if self.probe_label is None else f"label {self.probe_label}"
-        title = f"{layer} at step {step}"
+        caption = "" if self.probe_label is None else figure_text(f"label {self.probe_label}")
+        title = figure_text(f"{layer} at step {step}")
         if maps.ndim == 2:  # (positions, features): a sequence model's output for one sample
             return heatmap_panel_png(maps, title=title, image=image, image_caption=caption)
         if maps.ndim >= 3:
@@ -879,7 +880,7 @@ class MonitorState:
             maps.reshape(-1),
             vmin=lo,
             vmax=hi,
-            title=f"{title} (cell = output index)",
+            title=f"{title} {figure_text('(cell = output index)')}",
             image=image,
             image_caption=caption,
         )
@@ -889,7 +890,7 @@ class MonitorState:
         layer = layer or self.layer_names[-1]
         recent = self._recent(last)
         if not recent:
-            return message_png(f"gradient of {layer}: no steps yet", size=(300, 210))
+            return message_png(figure_text(f"gradient of {layer}: no steps yet"), size=(300, 210))
         i = self._index(layer)
         counts = np.sum([s.grad_hist[i] for s in recent], axis=0).astype(np.int64)
         nonfinite = int(sum(s.grad_nonfinite[i] for s in recent))
@@ -897,7 +898,9 @@ class MonitorState:
         total = int(counts.sum()) + zeros + nonfinite
         hist = Histogram(counts, self.grad_edges, total, nonfinite, 0, zeros)
         return histogram_png(
-            hist, title=f"|gradient| of {layer}, last {len(recent)} steps", x_label="log10 |gradient| (-3 = 0.001)"
+            hist,
+            title=figure_text(f"|gradient| of {layer}, last {len(recent)} steps"),
+            x_label=figure_text("log10 |gradient| (-3 = 0.001)"),
         )
 
     def pace_png(self) -> bytes:
@@ -1047,13 +1050,13 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
     def _status(self) -> str:
         s = self.state
         losses = s.losses()
-        loss = f"loss {losses[-1]:.4f}" if len(losses) else "no steps yet"
+        loss = tr(f"loss {losses[-1]:.4f}") if len(losses) else tr("no steps yet")
         if s.last_error:
-            what = f"stopped by an error: {s.last_error}"
+            what = tr(f"stopped by an error: {s.last_error}")
         else:
-            what = "training…" if s.running else "stopped"
-        changes = f" · {s.layer_changes[-1]}" if s.layer_changes else ""
-        return caption_html(f"step {s.step} · {loss} · {what}{changes}")
+            what = tr("training…") if s.running else tr("stopped")
+        changes = f" · {tr(s.layer_changes[-1])}" if s.layer_changes else ""
+        return caption_html(f"{tr(f'step {s.step}')} · {loss} · {what}{changes}")
 
     def redraw(self, state: MonitorState | None = None, charts: bool | None = None) -> None:
         """Draw the live row now, and the charts when due (``charts=None``: every few seconds while training).
@@ -1096,7 +1099,7 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
         with self._chart_lock:
             s = self.state
             if not len(s.steps()):
-                show_text(self.out, "no steps yet: press Train, or call monitor.run(steps)")
+                show_text(self.out, tr("no steps yet: press Train, or call monitor.run(steps)"))
                 return
             t0 = time.perf_counter()
             s.figure(layer, self._fig)
@@ -1117,7 +1120,7 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
     def _on_train(self) -> None:
         steps = self.steps.value
         if not isinstance(steps, int) or not 1 <= steps <= 1_000_000:
-            self.message.value = caption_html(f"steps must be a whole number from 1 to 1000000, not {steps!r}")
+            self.message.value = caption_html(tr(f"steps must be a whole number from 1 to 1000000, not {steps!r}"))
             return
         self.message.value = ""
         self.start(steps)

@@ -384,10 +384,13 @@ class HookTimeline(StaticFallback, widgets.VBox):
         self.kinds = widgets.SelectMultiple(
             options=present, value=tuple(present), description=tr("kinds"), rows=6, layout={"width": "300px"}
         )
-        self.phase = widgets.ToggleButtons(options=["all", "forward", "backward"], value="all")
+        self.phase = widgets.ToggleButtons(options=[(tr(p), p) for p in ("all", "forward", "backward")], value="all")
         self.phase.style.button_width = "80px"
         self.where = widgets.Dropdown(
-            options=["all", *state.places()], value="all", description=tr("where"), layout={"width": "240px"}
+            options=[(tr("all"), "all"), *[(p, p) for p in state.places()]],
+            value="all",
+            description=tr("where"),
+            layout={"width": "240px"},
         )
         self.count = widgets.Label()
         self.chart = widgets.Output(layout={"height": "440px"})
@@ -417,7 +420,7 @@ class HookTimeline(StaticFallback, widgets.VBox):
         if self.state is None:  # closed
             return
         events = self.shown()
-        self.count.value = f"{len(events)} of {len(self.state.events)} hook calls"
+        self.count.value = tr(f"{len(events)} of {len(self.state.events)} hook calls")
         show_png(self.chart, figure_png(self.state.figure(events, self._fig)), f"{len(events)} hook calls")
         show_html(self.table_out, self.state.html_table(events), self.state.table(events))
 
