@@ -131,7 +131,7 @@ def check(report: dict[str, str | None] | None = None, *, colab: bool | None = N
 def _section_list(differences: list[releases.Difference], version: str | None = None) -> str:
     """One indented line per difference: the section, and what happens on ``version`` when given."""
     return "".join(
-        f"\n  - {d.section}" + (f": {d.what} -> {d.row(version)[1]}" if version else "") for d in differences
+        f"\n  - {d.section}" + (f": {tr(d.what)} -> {tr(d.row(version)[1])}" if version else "") for d in differences
     )
 
 

@@ -1763,3 +1763,80 @@ MESSAGES.update({
     "The hook atlas of {} differs from {}'s in: {}.": "{0} 的钩子图鉴与 {1} 的不同之处在于：{2}。",
     "The hook atlas of {} matches {}'s entry for entry.": "{0} 的钩子图鉴与 {1} 的逐条相同。",
 })
+
+# --- the release differences (hookviz.releases.DIFFERENCES) as release_warning lists them: what is measured, and
+# each release's result; torch, Dynamo and node names, quoted messages and code stay as written ------------------
+MESSAGES.update({
+    "Does register_full_backward_pre_hook's docstring list a bare Tensor as a return value?": (
+        "register_full_backward_pre_hook 的文档字符串是否把单个 Tensor 列为可返回的值？"
+    ),
+    "no: 'hook(module, grad_output) -> tuple[Tensor] or None'": "否：'hook(module, grad_output) -> tuple[Tensor] or None'",
+    "yes: '-> tuple[Tensor, ...], Tensor or None' (returning one still fails)": (
+        "是：'-> tuple[Tensor, ...], Tensor or None'（可真的返回单个张量仍然会失败）"
+    ),
+    "a forward pre-hook added after the first compiled call to net.b, whose forward hook Dynamo traced:": (
+        "在第一次编译调用之后给 net.b 加一个前向预钩子（Dynamo 追踪时 net.b 已有一个前向钩子）："
+    ),
+    "skipped silently, no recompile": "被悄悄跳过，不会重新编译",
+    "noticed: Dynamo compiles again and the pre-hook runs": "会被发现：Dynamo 重新编译，预钩子会运行",
+    "the first line of the reason Dynamo records when it gives up (counters['unimplemented']):": (
+        "Dynamo 放弃编译时记录的原因的第一行（counters['unimplemented']）："
+    ),
+    "graphs compiled for TwoLayer with a @torch.compiler.disable forward hook on net.a:": (
+        "net.a 上有一个 @torch.compiler.disable 前向钩子时，TwoLayer 编译出的图："
+    ),
+    "1: relu + net.b; net.a's linear runs uncompiled": "1 个：relu + net.b；net.a 的线性层不经编译运行",
+    "2: net.a's linear, then relu + net.b": "2 个：net.a 的线性层，然后是 relu + net.b",
+    "the graphs Dynamo compiles for TwoLayer with an .item() forward hook on net.a:": (
+        "net.a 上有一个调用 .item() 的前向钩子时，Dynamo 为 TwoLayer 编译出的图："
+    ),
+    "2: the hook's mean; relu + net.b (net.a's linear runs uncompiled)": (
+        "2 个：钩子里的 mean；relu + net.b（net.a 的线性层不经编译运行）"
+    ),
+    "3: net.a's linear; the hook's mean; relu + net.b": "3 个：net.a 的线性层；钩子里的 mean；relu + net.b",
+    "a tensor hook registered inside the compiled function (graphs compiled, graph breaks):": (
+        "在被编译的函数内部注册的张量钩子（编译出的图数、图中断数）："
+    ),
+    "2 graphs, 1 break: 'Compilation of intermediate hooks requires compiled autograd'": (
+        "2 个图，1 次中断：'Compilation of intermediate hooks requires compiled autograd'"
+    ),
+    "1 graph, no break: the hook is traced": "1 个图，没有中断：钩子被追踪进图",
+    "torch.jit.script and torch.jit.trace warn '`torch.jit.<name>` is deprecated. Please switch to `torch.compile` or "
+    "`torch.export`.' as:": (
+        "torch.jit.script 和 torch.jit.trace 以下面的类别发出警告 '`torch.jit.<name>` is deprecated. Please switch to "
+        "`torch.compile` or `torch.export`.'："
+    ),
+    "no warning: not deprecated yet": "没有警告：尚未弃用",
+    "the error names the node whose saved output was edited in place: '... which is output 0 of <name>, ...':": (
+        "报错信息点名那个保存的输出被原地修改的节点：'... which is output 0 of <name>, ...'："
+    ),
+    "the error names the full backward hook's autograd function: 'Output 0 of <name> is a view ...':": (
+        "报错信息点名完整反向钩子的 autograd 函数：'Output 0 of <name> is a view ...'："
+    ),
+    "graphs compiled in 12 steps for the nn.Sequential MLP with a @torch.compiler.disable forward hook:": (
+        "nn.Sequential MLP 带一个 @torch.compiler.disable 前向钩子时，12 步中编译出的图："
+    ),
+    "0: nothing of the model is compiled, it runs eagerly": "0 个：模型没有任何部分被编译，以 eager 方式运行",
+    "1: the first layer's linear": "1 个：第一层的线性层",
+    "graphs compiled in 6 steps for the nn.Sequential MLP, hook on its first layer: .item() hook / @disable hook:": (
+        "nn.Sequential MLP 的第一层上有钩子时，6 步中编译出的图：调用 .item() 的钩子 / @disable 钩子："
+    ),
+    "1 / 0: the first layer's linear runs uncompiled": "1 / 0 个：第一层的线性层不经编译运行",
+    "2 / 1: the first layer's linear is compiled": "2 / 1 个：第一层的线性层被编译",
+    "graphs compiled in 20 steps for the MLP with the @torch.compiler.disable deque hook:": (
+        "MLP 带 @torch.compiler.disable 的 deque 钩子时，20 步中编译出的图："
+    ),
+    "under FSDP2 on gloo (CPU), each process's slice of the weight's gradient after backward is:": (
+        "在 gloo（CPU）上用 FSDP2 时，反向传播之后每个进程持有的那一片权重梯度是："
+    ),
+    "the SUM over the processes: gloo's reduce-scatter sums for ReduceOp.AVG": (
+        "各进程之和：gloo 的 reduce-scatter 对 ReduceOp.AVG 做的是求和"
+    ),
+    "the average over the processes": "各进程的平均值",
+    "a forward pre-hook added after the first compiled call to an nn.Linear compiled directly, which had a forward "
+    "hook when traced:": "在第一次编译调用之后，给一个直接编译的 nn.Linear（追踪时已有一个前向钩子）加一个前向预钩子：",
+    "skipped silently: the guard covers only forward hooks": "被悄悄跳过：守卫只覆盖前向钩子",
+    "noticed: any module hook at tracing time makes Dynamo guard the module's hooks": (
+        "会被发现：追踪时模块上有任何钩子，Dynamo 都会给该模块的钩子加守卫"
+    ),
+})

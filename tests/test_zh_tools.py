@@ -241,3 +241,20 @@ def test_the_doctor_refuses_in_chinese(call: Any) -> None:
     message = str(info.value)
     assert re.search("[\u4e00-\u9fff]", message) and not english_left(message), message
     assert re.search("[A-Za-z]{4} ", info.value.args[0])  # the English stays in args
+
+
+@pytest.mark.parametrize("version", ["2.8.0", "2.9.1", "2.11.0", "2.12.1", "2.14.1", "2.6.0"])
+def test_the_release_warning_is_chinese_down_to_each_difference(version: str) -> None:
+    """Every line of the warning about another torch release, the differences' descriptions and results included."""
+    from hookviz import releases
+
+    text = doctor.release_warning(version)
+    for difference in releases.DIFFERENCES.values():
+        text = text.replace(difference.section, "§")
+    text = re.sub(r"'[^']*'", "§", text)  # quoted PyTorch messages and signatures stay as PyTorch writes them
+    assert not english_left(text), f"English left: {english_left(text)}\n{text}"
+    for difference in releases.DIFFERENCES.values():
+        for _, result, _ in difference.rows:
+            if re.search(r"[a-z]{3,} [a-z]{3,}", result) and not result.startswith("'"):  # prose, not a quote or a name
+                assert tr(result) != result, f"no Chinese for {result!r}"
+        assert tr(difference.what) != difference.what, f"no Chinese for {difference.what!r}"
