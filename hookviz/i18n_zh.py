@@ -1840,3 +1840,11 @@ MESSAGES.update({
         "会被发现：追踪时模块上有任何钩子，Dynamo 都会给该模块的钩子加守卫"
     ),
 })
+
+# --- what a widget shows when a typed value cannot be taken (hookviz.widgets.common.refusal) -------------------
+MESSAGES.update({
+    "refused: {}": "已拒绝：{}",
+    "sample {} is out of range: the batch has {} samples (0 to {})": "样本 {0} 超出范围：这批数据有 {1} 个样本（0 到 {2}）",
+    "page {} does not exist: layer {} has {} page(s)": "第 {0} 页不存在：层 {1} 只有 {2} 页",
+    "head {} does not exist: {} has {} heads (0 to {})": "第 {0} 个头不存在：{1} 有 {2} 个头（0 到 {3}）",
+})

@@ -277,15 +277,26 @@ def with_language_line(source: str) -> str:
     return "\n".join(lines)
 
 
+#: A widget's refusal of a typed value (hookviz.widgets.common.refusal), as a notebook prints it
+REFUSAL = re.compile(r"refused: (?P<why>.+?)(?= \| |\n|$)")
+
+
+def _localise_refusal(match: re.Match[str]) -> str:
+    """``refused: <why>`` in Chinese when hookviz has a translation of ``why``, as the widget shows it under zh
+    (other ``refused:`` text, which notebooks print themselves, stays as it is)."""
+    why = translate(match["why"], "zh")
+    return match[0] if why == match["why"] else translate(f"refused: {why}", "zh")
+
+
 def localise_text(text: str) -> str:
-    """Stream text with every ``✓ ...`` / ``✗ ...`` line of a checker in Chinese, as the code prints it
-    after ``set_language("zh")``; other lines stay as they are."""
+    """Stream text with every ``✓ ...`` / ``✗ ...`` line of a checker, and each widget refusal, in Chinese, as
+    the code prints them after ``set_language("zh")``; other lines stay as they are."""
     lines = []
     for line in text.splitlines(keepends=True):
         match = CHECK_LINE.match(line)
         if match:
             line = match["mark"] + translate(match["message"], "zh") + match["end"]
-        lines.append(line)
+        lines.append(REFUSAL.sub(_localise_refusal, line))
     return "".join(lines)
 
 

@@ -258,3 +258,18 @@ def test_the_release_warning_is_chinese_down_to_each_difference(version: str) ->
             if re.search(r"[a-z]{3,} [a-z]{3,}", result) and not result.startswith("'"):  # prose, not a quote or a name
                 assert tr(result) != result, f"no Chinese for {result!r}"
         assert tr(difference.what) != difference.what, f"no Chinese for {difference.what!r}"
+
+
+def test_make_zh_converts_a_widget_refusal_and_leaves_a_notebooks_own_refused_text() -> None:
+    """zh 06 prints what the explorer's refusal says: make_zh stores it as the widget shows it under zh."""
+    from notebook_tools import load_script
+
+    from hookviz.widgets.common import refusal
+
+    make_zh = load_script("make_zh")
+
+    why = "sample 99 is out of range: the batch has 64 samples (0 to 63)"
+    stored = f"typed sample 99 -> refused: {why} | sample box: 7\n"
+    assert make_zh.localise_text(stored) == f"typed sample 99 -> {refusal(why)} | sample box: 7\n"
+    own = "still refused: Tensor post accumulate grad hooks should return None.\n"
+    assert make_zh.localise_text(own) == own  # printed by the notebook itself, in English under zh too

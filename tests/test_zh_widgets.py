@@ -175,6 +175,9 @@ def test_the_attention_explorers_are_chinese(which: str, request: pytest.Fixture
         caption = html.unescape(re.sub(r"<[^>]+>", "", explorer.caption.value))
         assert "样本 3" in caption and "个查询（行）" in caption, caption
         _assert_chinese(caption, names)
+        explorer.sample.value = 99  # refused, in Chinese
+        refusal = html.unescape(re.sub(r"<[^>]+>", "", explorer.message.value))
+        assert refusal.startswith("样本 99 超出范围：这批数据有 ") and explorer.sample.value == 3, refusal
         i18n.set_language("en")  # what a notebook prints and its repr stay English
         assert "queries (rows)" in explorer.state.caption() and "queries (rows)" in repr(explorer)
     finally:
@@ -197,6 +200,10 @@ def test_the_layer_explorer_is_chinese() -> None:
                 caption = html.unescape(re.sub(r"<[^>]+>", "", explorer.caption.value))
                 _assert_chinese(caption, identifiers)
         assert "样本 0（标签" in caption, caption
+        explorer.sample.value = 99  # a value the widget cannot take: refused, in Chinese
+        refusal = html.unescape(re.sub(r"<[^>]+>", "", explorer.message.value))
+        assert refusal == "已拒绝：样本 99 超出范围：这批数据有 8 个样本（0 到 7）", refusal
+        assert explorer.sample.value == state.sample == 0
     finally:
         explorer.close()
 

@@ -453,7 +453,7 @@ class AttentionExplorer(StaticFallback, widgets.VBox):
             self._apply(sample=change["new"])
         except IndexError as exc:
             self.sample.value = self.state.sample  # back to what is shown, then say why
-            refuse(self.message, str(exc))
+            refuse(self.message, tr(str(exc.args[0] if exc.args else exc)))
 
     def _apply(self, **choice: Any) -> None:
         self.state.select(**choice)

@@ -219,6 +219,13 @@ class StaticFallback:
             handle(**kwargs)
 
 
+def refusal(why: object) -> str:
+    """The refusal a widget shows for a value it cannot take: ``refused: <why>``, in the learner's language."""
+    from hookviz.i18n import tr
+
+    return tr(f"refused: {tr(str(why))}")
+
+
 def refuse(message: widgets.HTML, text: str) -> None:
     """Show ``text`` as a visible refusal (red) under a widget's controls; empty text clears it."""
     message.value = f"<span style='color:#b00020'>{escape(text)}</span>" if text else ""

@@ -45,6 +45,7 @@ from hookviz.widgets.common import (
     caption_html,
     check_int,
     check_model,
+    refusal,
     refuse,
     row,
     run_mode,
@@ -880,7 +881,7 @@ class LayerExplorer(StaticFallback, widgets.VBox):
         try:
             self.state.select(**choice)
         except (IndexError, KeyError, ValueError) as exc:
-            refuse(self.message, f"refused: {exc.args[0] if exc.args else exc}")
+            refuse(self.message, refusal(exc.args[0] if exc.args else exc))
             self._sync_boxes()  # the boxes show what is really shown
             return
         refuse(self.message, "")
