@@ -427,8 +427,9 @@ class HookTimeline(StaticFallback, widgets.VBox):
     def _release(self) -> None:
         """Let go of the figure and the drawn chart and table: a closed timeline kept in ``Out[n]`` holds no PNG."""
         self._fig = None
-        self.chart.outputs = ()
-        self.table_out.outputs = ()
+        for out in (getattr(self, "chart", None), getattr(self, "table_out", None)):  # None: refused while built
+            if out is not None:
+                out.outputs = ()
 
     def static_png(self) -> bytes:
         """The chart of the current selection as PNG (the static fallback)."""
