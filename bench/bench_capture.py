@@ -41,6 +41,7 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import sys  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 import torch  # noqa: E402
 from timing import Timing, clock, interleaved, median_time, paired_ratio, per_step  # noqa: E402
@@ -65,6 +66,10 @@ def main() -> int:
     monitor1k = MonitorState(model, step, layers=leaves, history=1000, sample=1024, key="bench.1k")
     monitor2 = MonitorState(model, step, layers=leaves, history=1000, capture_every=2, key="bench.2")
 
+    def hook_leaves(hook_for: Callable[[str], Callable]) -> list:
+        """A forward hook ``hook_for(name)`` on each watched leaf; returns the handles."""
+        return [m.register_forward_hook(hook_for(name)) for name, m in model.named_modules() if name in leaves]
+
     def naive_on() -> list:
         def grad_hook(g: torch.Tensor) -> None:
             torch.histc(g, bins=40)
@@ -74,7 +79,7 @@ def main() -> int:
             if out.requires_grad:
                 out.register_hook(grad_hook)
 
-        return [m.register_forward_hook(fwd) for name, m in model.named_modules() if name in leaves]
+        return hook_leaves(lambda name: fwd)
 
     def sampling_on() -> list:
         """The floor: hand-written hooks taking the monitor's samples, with no check and no statistics."""
@@ -91,15 +96,7 @@ def main() -> int:
             if len(kept) > 1000:
                 kept.clear()
 
-        return [m.register_forward_hook(fwd) for name, m in model.named_modules() if name in leaves]
-
-    def time_sampling() -> Timing:
-        handles = sampling_on()
-        try:
-            return time_bare()
-        finally:
-            for h in handles:
-                h.remove()
+        return hook_leaves(lambda name: fwd)
 
     def time_bare() -> Timing:
         t0 = clock()
@@ -136,7 +133,7 @@ def main() -> int:
 
             return fwd
 
-        return [m.register_forward_hook(make(name)) for name, m in model.named_modules() if name in leaves]
+        return hook_leaves(make)
 
     def time_plain() -> Timing:
         store: dict[str, tuple[list, list]] = {}
@@ -180,21 +177,26 @@ def main() -> int:
                 step()
         return per_step(t0, STEPS)
 
-    def time_naive() -> Timing:
-        handles = naive_on()
-        try:
-            return time_bare()
-        finally:
-            for h in handles:
-                h.remove()
+    def with_hooks(hooks_on: Callable[[], list]) -> Callable[[], Timing]:
+        """The bare step timed with the hooks that ``hooks_on()`` registers, removed afterwards."""
+
+        def run() -> Timing:
+            handles = hooks_on()
+            try:
+                return time_bare()
+            finally:
+                for h in handles:
+                    h.remove()
+
+        return run
 
     variants = {
         "bare": time_bare,
         "hookviz": time_hookviz,
         "hookviz1k": time_hookviz1k,
         "hookviz2": time_hookviz2,
-        "naive": time_naive,
-        "sampling": time_sampling,
+        "naive": with_hooks(naive_on),
+        "sampling": with_hooks(sampling_on),
         "plain": time_plain,
         "capture": time_capture,
         "plain_each": time_plain_each,

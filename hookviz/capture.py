@@ -371,7 +371,12 @@ def _check_call(record: LayerRecord, call: Any) -> int:
 
 
 def _on_gradient(t: Tensor, hook: Callable[[Tensor], None]) -> None:
-    """Call ``hook(gradient of t)`` in backward, after ``t``'s own tensor hooks (see :class:`LayerRecord`)."""
+    """Call ``hook(gradient of t)`` in backward, after ``t``'s own tensor hooks (see :class:`LayerRecord`).
+
+    A pre-hook on the node that made ``t`` receives the gradient of each of the node's outputs: the gradient a
+    tensor hook on ``t`` would get, for less work per call than ``Tensor.register_hook`` (it runs on every
+    captured layer of every step).
+    """
     node = t.grad_fn
     if node is None:  # a leaf: no node to hook
         t.register_hook(hook)
@@ -513,7 +518,7 @@ class Capture:
         record = self.records[name]
 
         activations, gradients, order = record.activations, record.gradients, self.forward_order
-        keep, make_grad_hook, make_node_hook = self._keep, self._make_grad_hook, self._make_node_hook
+        keep, make_grad_hook = self._keep, self._make_grad_hook
 
         def forward_hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
             call = len(activations)
@@ -523,16 +528,10 @@ class Capture:
                 order.append((name, call))
                 if not self.grads:
                     return
-                if not output.requires_grad:
-                    record.note(_no_grad_note())
-                    return
-                node = output.grad_fn
-                if node is None:  # a leaf (a layer that returns its input or a parameter)
-                    output.register_hook(make_grad_hook(record, call, (), None))
+                if output.requires_grad:
+                    _on_gradient(output, make_grad_hook(record, call, (), None))
                 else:
-                    # A pre-hook on the node that made the output receives the gradient of each of the node's
-                    # outputs: the same gradient a tensor hook on the output gets, for less work per call.
-                    node.register_prehook(make_node_hook(record, call, output.output_nr))
+                    record.note(_no_grad_note())
                 return
             tensors = list(iter_tensors(output))
             if not tensors:
@@ -545,7 +544,7 @@ class Capture:
             needs_grad = [(path, t) for path, t in tensors if t.requires_grad]
             if tensors and not needs_grad:
                 record.note(_no_grad_note())
-            structure = None if isinstance(output, Tensor) else _map_tensors(output, lambda t: None)
+            structure = _map_tensors(output, lambda t: None)
             entangled = _entangled(needs_grad, args) if len(needs_grad) > 1 else {}
             if entangled:
                 reason = "; ".join(dict.fromkeys(entangled.values()))
@@ -557,28 +556,11 @@ class Capture:
 
         return forward_hook
 
-    def _make_node_hook(self, record: LayerRecord, call: int, output_nr: int) -> Callable[[tuple[Any, ...]], None]:
-        """A pre-hook on an output's autograd node storing the gradient of that output (call ``call``).
-
-        The fast path of a layer that returns one tensor: it holds no reference to the output, and stores
-        what :meth:`_make_grad_hook`'s tensor hook would.
-        """
-        gradients, order, name, keep = record.gradients, self.backward_order, record.name, self._keep
-
-        def node_hook(grad_outputs: tuple[Any, ...]) -> None:
-            grad = grad_outputs[output_nr]
-            if grad is None:  # the output did not reach the loss
-                return
-            gradients[call] = keep(grad)
-            if not order or order[-1] != (name, call):
-                order.append((name, call))
-
-        return node_hook
-
     def _make_grad_hook(
         self, record: LayerRecord, call: int, path: tuple[int | str, ...], structure: Any
     ) -> Callable[[Tensor], None]:
-        """A tensor hook storing the gradient of call ``call``; it holds no reference to the output."""
+        """A gradient hook (for :func:`_on_gradient`) storing the gradient of call ``call``; it holds no reference to
+        the output."""
 
         def grad_hook(grad: Tensor) -> None:
             kept = self._keep(grad)

@@ -303,7 +303,7 @@ def _font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
         _FONT.append(ImageFont.load_default(size=FONT_PX))
     if get_language_of_pictures() == "en":
         return _FONT[0]
-    # Pillow's own font has no Chinese glyphs: a zh learner's pictures are drawn in the installed Chinese font
+    # Pillow's own font has no Chinese glyphs: a zh learner's pictures are drawn in hookviz's Chinese font
     if len(_FONT) == 1:
         font = cjk_font()
         _FONT.append(ImageFont.truetype(font[1], FONT_PX) if font is not None else _FONT[0])
@@ -311,7 +311,7 @@ def _font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
 
 
 def panel_font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
-    """The font of hookviz's Pillow pictures: Pillow's own, or an installed Chinese font for a zh learner."""
+    """The font of hookviz's Pillow pictures: Pillow's own, or hookviz's Chinese font for a zh learner."""
     return _font()
 
 
