@@ -27,6 +27,7 @@ from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
 from hookviz.catalogue import HookKind, hook_kind
+from hookviz.i18n import tr
 from hookviz.text import closest_hint
 
 __all__ = [
@@ -270,7 +271,7 @@ def resolve_layers(
             if name not in named:
                 _refuse_second_name(model, named, name)
                 hint = closest_hint(name, named)
-                raise KeyError(f"no layer named {name!r} in {type(model).__name__}{hint}")
+                raise KeyError(tr(f"no layer named {name!r} in {type(model).__name__}{hint}"))
         chosen_names = set(layers)
         chosen = {name: module for name, module in named.items() if name in chosen_names}
     else:

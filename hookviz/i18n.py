@@ -28,7 +28,7 @@ import re
 import string
 from functools import cache
 
-__all__ = ["LANGUAGES", "get_language", "set_language", "tr", "translate"]
+__all__ = ["LANGUAGES", "get_language", "join_notes", "note_separator", "set_language", "tr", "tr_joined", "translate"]
 
 #: The languages hookviz speaks; English is the language of the code and the fallback.
 LANGUAGES = ("en", "zh")
@@ -135,3 +135,53 @@ def translate(text: str, language: str) -> str:
 def tr(text: str) -> str:
     """``text`` in the current language (:func:`get_language`); English when no translation exists."""
     return translate(text, get_language())
+
+
+#: How notes are joined in one line, by language: ``"a; b"`` in English, ``"甲；乙"`` in Chinese.
+_NOTE_SEPARATORS = {"en": "; ", "zh": "；"}
+
+
+def note_separator(language: str | None = None) -> str:
+    """The separator of notes joined in one line in ``language`` (default: the current one)."""
+    return _NOTE_SEPARATORS[_normalise(language or get_language())]
+
+
+def join_notes(notes: list[str] | tuple[str, ...], language: str | None = None) -> str:
+    """``notes`` (English) in ``language`` (default: the current one), each translated on its own, then joined
+    with that language's separator (:func:`note_separator`)."""
+    language = _normalise(language or get_language())
+    return note_separator(language).join(translate(note, language) for note in notes)
+
+
+def tr_joined(text: str, language: str | None = None, separator: str = "; ") -> str:
+    """English notes already joined with ``separator`` (``"a; b"``) in ``language`` (default: the current one).
+
+    The whole text is translated when the catalogue has it; otherwise it is cut at the separators into the notes
+    the catalogue knows (a note may hold the separator itself: ``"called 3 times; showing the last call"``),
+    each translated on its own and joined with the language's separator. Where the cut is ambiguous the one that
+    leaves the least English wins; a part without an entry stays as it is.
+    """
+    language = _normalise(language or get_language())
+    if language == "en" or not text:
+        return text
+
+    def shown(part: str) -> str | None:
+        """The translation of one note, or None (no entry, or a field that swallowed a separator)."""
+        translated = translate(part, language)
+        return translated if translated != part and separator not in translated else None
+
+    whole = shown(text)
+    if whole is not None:
+        return whole
+    pieces = text.split(separator)
+    # best[i]: (English characters left, number of notes, notes) for the first i pieces
+    best: list[tuple[int, int, list[str]]] = [(0, 0, [])]
+    for end in range(1, len(pieces) + 1):
+        options = []
+        for start in range(end):
+            part = separator.join(pieces[start:end])
+            translated = shown(part)
+            left, count, notes = best[start]
+            options.append((left + (len(part) if translated is None else 0), count + 1, [*notes, translated or part]))
+        best.append(min(options, key=lambda option: (option[0], option[1])))
+    return note_separator(language).join(best[-1][2])

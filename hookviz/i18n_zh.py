@@ -1843,8 +1843,68 @@ MESSAGES.update({
 
 # --- what a widget shows when a typed value cannot be taken (hookviz.widgets.common.refusal) -------------------
 MESSAGES.update({
-    "refused: {}": "已拒绝：{}",
+    "refused: {}": "已拒绝：{}",  # the refused values' messages: STORED_OUTPUTS below
+})
+
+# --- the layer explorer's notes (hookviz.widgets.explorer: a layer it cannot show, a note on what it shows, why a
+# layer has no gradient) and the capture's notes they quote (hookviz.capture); notes joined in one line are
+# translated one by one (hookviz.i18n.tr_joined) and joined with "；" -------------------------------------------
+MESSAGES.update({
+    "not called: a {} only holds modules; its parent calls them one by one": (
+        "未被调用：{} 只是存放模块的容器；由它的父模块逐个调用其中的模块"
+    ),
+    "not called: MultiheadAttention uses this layer's weights directly, never calls it": (
+        "未被调用：MultiheadAttention 直接使用这一层的权重，从不调用它"
+    ),
+    "not called in this pass (its parent may use its weights directly, or a fused fast path skipped it)": (
+        "这次前向传播中未被调用（它的父模块可能直接使用了它的权重，或者一条融合的快速路径跳过了它）"
+    ),
+    "cannot show: shape {} has no batch dimension of {} first": "无法显示：形状 {0} 的第一维不是大小为 {1} 的批次维",
+    "cannot show: shape {} has no batch dimension of {} first ({} has batch_first=False: its outputs are (sequence, "
+    "batch, ...))": (
+        "无法显示：形状 {0} 的第一维不是大小为 {1} 的批次维（{2} 设置了 batch_first=False：它的输出是 (sequence, batch, ...)）"
+    ),
+    "cannot show: the output is None (the module returns nothing to show)": "无法显示：输出是 None（模块没有返回可显示的东西）",
+    "cannot show: the output is a {} with no tensor in it": "无法显示：输出是一个不含张量的 {}",
+    "cannot show: complex values ({}); show .abs() or .real": "无法显示：复数值（{}）；请改为显示 .abs() 或 .real",
+    "output is a {}; showing key {} (keys: {})": "输出是 {0}；显示键 {1}（各键：{2}）",
+    "output is a {}; showing key {}": "输出是 {0}；显示键 {1}",
+    "output is a {}; showing element [{}]": "输出是 {0}；显示元素 [{1}]",
+    "nothing requires grad: every parameter is frozen and the input is not floating-point (integer tokens?), so "
+    "there is no gradient to take": "没有任何东西需要梯度：所有参数都被冻结，输入又不是浮点数（整数词元？），所以没有梯度可求",
+    "the model's output does not depend on anything that requires grad: its forward cuts the graph (a .detach(), a "
+    "torch.no_grad() block or an integer step such as argmax inside it)": (
+        "模型的输出不依赖任何需要梯度的东西：它的 forward 切断了计算图（其中有 .detach()、torch.no_grad() 块，"
+        "或 argmax 这样的整数步骤）"
+    ),
+    "no gradients: the output does not require grad (torch.no_grad() or inference mode)": (
+        "没有梯度：输出不需要梯度（在 torch.no_grad() 或推理模式下）"
+    ),
+    "no gradients: the output does not require grad (nothing before it requires grad)": (
+        "没有梯度：输出不需要梯度（它之前没有任何东西需要梯度）"
+    ),
+    "output of type {} holds no tensor; nothing captured": "类型为 {} 的输出不含张量；什么也没有捕获",
+    "outputs {} are the same tensor (aliased): a tensor hook sees the sum of their gradients, so no per-output "
+    "gradient is captured for them": "输出 {} 是同一个张量（别名）：张量钩子看到的是它们梯度之和，所以不为它们逐个捕获梯度",
+    "output {} is computed from output {}: a tensor hook on {} sees the gradient through both, so its own gradient is "
+    "not captured": "输出 {0} 由输出 {1} 计算而来：{2} 上的张量钩子看到的是经过两者的梯度，所以不捕获它自己的梯度",
+})
+
+# --- hookviz's exceptions that a learner triggers from a widget's state or that a notebook prints
+# (ExplorerState.select, AttentionState.select), raised in the learner's language, and the text of a widget's static
+# picture (StaticFallback.show_static). scripts/make_zh.py translates them where the English notebooks stored them ---
+STORED_OUTPUTS: dict[str, str] = {
     "sample {} is out of range: the batch has {} samples (0 to {})": "样本 {0} 超出范围：这批数据有 {1} 个样本（0 到 {2}）",
     "page {} does not exist: layer {} has {} page(s)": "第 {0} 页不存在：层 {1} 只有 {2} 页",
     "head {} does not exist: {} has {} heads (0 to {})": "第 {0} 个头不存在：{1} 有 {2} 个头（0 到 {3}）",
-})
+    "order must be 'index' or 'topk', not {}": "order 必须是 'index' 或 'topk'，而不是 {}",
+    "layer {} cannot be shown: {}": "层 {0} 无法显示：{1}",
+    "layer {} is the same module as {} (one module shared under two names); the layer list shows it once, as {}: "
+    "choose {}": "层 {0} 与 {1} 是同一个模块（一个模块以两个名字共享）；层列表只以 {2} 的名字显示它一次：请选择 {3}",
+    "no layer named {} in {}; closest: {}": "{1} 中没有名为 {0} 的层；最接近的是：{2}",
+    "no layer named {} in {}": "{1} 中没有名为 {0} 的层",
+    "no attention layer named {}; closest: {}": "没有名为 {0} 的注意力层；最接近的是：{1}",
+    "no attention layer named {}": "没有名为 {} 的注意力层",
+    "static view of {}": "静态视图：{}",
+}
+MESSAGES.update(STORED_OUTPUTS)

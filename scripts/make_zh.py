@@ -6,7 +6,8 @@ generated differences that make it a Chinese notebook:
 
 - the imports cell gets one more line, ``hookviz.set_language("zh")``, so that what hookviz prints for
   the learner (the checkers' ``✓``/``✗`` lines and hints) is Chinese (:mod:`hookviz.i18n`);
-- the stored ``✓``/``✗`` lines (and the hook doctor's reports and the atlas's HTML tables) are translated
+- the stored ``✓``/``✗`` lines (and the hook doctor's reports, the atlas's HTML tables, and hookviz's
+  exceptions and static pictures' text listed in ``hookviz.i18n_zh.STORED_OUTPUTS``) are translated
   with the same catalogue, so that they are exactly what the code prints now (nbval over ``notebooks/zh/``
   proves it);
 - the notebook metadata says ``"language": "zh-CN"``.
@@ -40,6 +41,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import difflib
 import hashlib
@@ -57,6 +59,7 @@ from hookviz.atlas import localise_html as localise_atlas_html  # noqa: E402
 from hookviz.diagnose.report import localise as localise_report  # noqa: E402
 from hookviz.diagnose.report import localise_html  # noqa: E402
 from hookviz.i18n import translate  # noqa: E402  (the package of this checkout, not another installed one)
+from hookviz.i18n_zh import STORED_OUTPUTS  # noqa: E402
 
 EN_DIR = ROOT / "notebooks"
 OUT_DIR = EN_DIR / "zh"
@@ -288,16 +291,53 @@ def _localise_refusal(match: re.Match[str]) -> str:
     return match[0] if why == match["why"] else translate(f"refused: {why}", "zh")
 
 
+def _stored_pattern(key: str) -> re.Pattern[str]:
+    """A key of ``STORED_OUTPUTS`` as a regular expression (a ``{}`` field matches any text)."""
+    return re.compile(".+?".join(re.escape(part.replace("{{", "{").replace("}}", "}")) for part in key.split("{}")))
+
+
+#: hookviz's exceptions and picture texts, as a notebook prints or shows them (hookviz.i18n_zh.STORED_OUTPUTS)
+STORED = tuple(_stored_pattern(key) for key in STORED_OUTPUTS)
+
+
+def localise_stored(line: str) -> str:
+    """``line`` (without its newline) with the hookviz message that ends it in Chinese: an exception a notebook
+    prints after its own words (``page 3 -> page 3 does not exist: ...``), or a static picture's text. The message
+    is the shortest end of the line, starting after a space, that a key of ``STORED_OUTPUTS`` matches whole."""
+    starts = [0, *(m.end() for m in re.finditer(" ", line))]
+    for start in reversed(starts):
+        rest = line[start:]
+        if any(pattern.fullmatch(rest) for pattern in STORED):
+            return line[:start] + translate(rest, "zh")
+    return line
+
+
 def localise_text(text: str) -> str:
-    """Stream text with every ``✓ ...`` / ``✗ ...`` line of a checker, and each widget refusal, in Chinese, as
-    the code prints them after ``set_language("zh")``; other lines stay as they are."""
+    """Stream text with every ``✓ ...`` / ``✗ ...`` line of a checker, each widget refusal and each hookviz
+    exception a notebook prints, in Chinese, as the code prints them after ``set_language("zh")``; other lines
+    stay as they are."""
     lines = []
     for line in text.splitlines(keepends=True):
         match = CHECK_LINE.match(line)
         if match:
             line = match["mark"] + translate(match["message"], "zh") + match["end"]
-        lines.append(REFUSAL.sub(_localise_refusal, line))
+        line = REFUSAL.sub(_localise_refusal, line)
+        body = line.rstrip("\n")
+        lines.append(localise_stored(body) + line[len(body) :])
     return "".join(lines)
+
+
+def localise_error(output: dict) -> None:
+    """A hookviz exception raised in a cell (its message matches a key of ``STORED_OUTPUTS`` whole), in Chinese as
+    hookviz raises it under ``set_language("zh")`` (a ``KeyError`` shows its message quoted, as Python does)."""
+    english = output["evalue"]
+    quoted = output.get("ename") == "KeyError" and english[:1] in "'\"" and english[:1] == english[-1:]
+    message = ast.literal_eval(english) if quoted else english
+    if not any(pattern.fullmatch(message) for pattern in STORED):
+        return
+    translated = translate(message, "zh")
+    output["evalue"] = repr(translated) if quoted else translated
+    output["traceback"] = [line.replace(english, output["evalue"]) for line in output["traceback"]]
 
 
 def localise_outputs(outputs: list) -> None:
@@ -309,7 +349,7 @@ def localise_outputs(outputs: list) -> None:
         elif output.get("output_type") == "execute_result":
             data = output.get("data", {})
             if "text/plain" in data:
-                data["text/plain"] = localise_report(data["text/plain"], "zh")
+                data["text/plain"] = localise_stored(localise_report(data["text/plain"], "zh"))
             if "text/html" in data:
                 data["text/html"] = localise_atlas_html(localise_html(data["text/html"], "zh"), "zh")
         elif output.get("output_type") == "display_data" and "text/html" in output.get("data", {}):
@@ -318,6 +358,8 @@ def localise_outputs(outputs: list) -> None:
             english = output["evalue"]
             output["evalue"] = translate(english, "zh")
             output["traceback"] = [line.replace(english, output["evalue"]) for line in output["traceback"]]
+        elif output.get("output_type") == "error":
+            localise_error(output)
 
 
 def generate_notebook(path: Path, result: Result) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import torch
 from test_i18n import english_left
+from torch import nn
 
 import hookviz
 from hookviz import atlas, i18n, render
@@ -279,3 +280,136 @@ def test_the_charts_are_chinese_and_every_glyph_is_in_the_font() -> None:
         _assert_chinese(words, [*monitor.state.layer_names, "log10"])
     finally:
         monitor.close()
+
+
+# ---------------------------------------------------------------------------------------------- notes and refusals
+class _Table(nn.Module):
+    """A learned table that does not depend on the batch: its output has no batch dimension."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(4, 3))
+
+    def forward(self) -> torch.Tensor:
+        return self.table
+
+
+class _Noted(nn.Module):
+    """Every kind of layer the explorer notes something about: a tuple output of a layer called twice, an output
+    without a batch dimension, a container that is never called, and a layer run without gradient."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pos = _Table()
+        self.lstm = nn.LSTM(3, 3, batch_first=True)
+        self.blocks = nn.ModuleList([nn.Linear(3, 3)])
+        self.frozen = nn.Linear(3, 3)
+        self.head = nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.lstm(x + self.pos())
+        out, _ = self.lstm(out)  # called twice
+        for block in self.blocks:
+            out = block(out)
+        with torch.no_grad():
+            extra = self.frozen(out)
+        return self.head(out + extra).mean(dim=1)
+
+
+def _noted_state() -> tuple[Any, list[str]]:
+    from hookviz.widgets import ExplorerState
+
+    _ = torch.manual_seed(0)
+    state = ExplorerState(_Noted(), torch.randn(6, 4, 3), torch.tensor([0, 1, 0, 1, 0, 1]))
+    identifiers = [*state.info, *(i.type for i in state.info.values()), "ModuleList", "Tensor", "tuple", "(4, 3)"]
+    return state, identifiers
+
+
+def test_the_explorers_notes_are_chinese_one_by_one() -> None:
+    """Notes joined with "; " in the captured data are translated one by one and joined with "；"."""
+    state, identifiers = _noted_state()
+    notes = {name: info.note for name, info in state.info.items()}
+    assert "; called 2 times; showing the last call" in notes["lstm"], notes  # joined English notes
+    assert notes["pos"].startswith("cannot show: shape (4, 3) has no batch dimension of 6 first"), notes
+    assert notes["blocks"].startswith("not called: a ModuleList"), notes
+    for note in notes.values():
+        if note:
+            _assert_chinese(i18n.tr_joined(note), identifiers)
+    assert i18n.tr_joined(notes["lstm"]).count("；") >= 2
+    caption = state.select(layer="lstm").caption(translated=True)
+    assert "被调用了 2 次；显示最后一次调用" in caption, caption
+    _assert_chinese(caption, identifiers)
+    state.select(layer="frozen")
+    assert state.gradient() is None
+    _assert_chinese(state.grad_message(), identifiers)  # the gradient panel's picture says why, in Chinese
+    i18n.set_language("en")  # what a notebook prints stays English
+    assert "; called 2 times; showing the last call" in state.select(layer="lstm").caption()
+
+
+def test_the_explorers_refusals_are_chinese() -> None:
+    """What ExplorerState.select raises (a notebook prints it, the widget shows it) is in the learner's language."""
+    state, identifiers = _noted_state()
+    choices = [{"layer": "blocks"}, {"layer": "lstmm"}, {"layer": "pos"}, {"sample": 99}, {"page": 5}, {"order": "x"}]
+    for choice in choices:
+        with pytest.raises((KeyError, IndexError, ValueError)) as raised:
+            state.select(**choice)
+        _assert_chinese(str(raised.value.args[0]), [*identifiers, "'lstm'", "'index'", "'topk'", "'x'", "order"])
+    with pytest.raises(KeyError, match="_Noted 中没有名为 'lstmm' 的层；最接近的是：'lstm'"):
+        state.select(layer="lstmm")
+    with pytest.raises(KeyError, match="没有名为 'nope' 的层"):  # hookviz.capture refuses a name the same way
+        with hookviz.capture(_Noted(), ["nope"]):
+            pass
+
+
+def test_the_attention_explorers_refusals_are_chinese(transformer: tuple[Any, Any]) -> None:
+    from hookviz.widgets import AttentionState
+
+    model, tokens = transformer
+    state = AttentionState(model, tokens)
+    for choice in ({"layer": "nope"}, {"head": 9}, {"sample": 99}):
+        with pytest.raises((KeyError, IndexError)) as raised:
+            state.select(**choice)
+        _assert_chinese(str(raised.value.args[0]), [*state.layers, "'nope'"])
+
+
+def test_a_static_pictures_text_is_chinese() -> None:
+    model = hookviz.load_pretrained_cnn()
+    images, labels = hookviz.load_digits("test")
+    explorer = LayerExplorer(model, images[:8], labels[:8])
+    try:
+        text = repr(explorer.show_static())
+        assert text == f"静态视图：{explorer!r}", text
+        i18n.set_language("en")
+        assert repr(explorer.show_static()) == f"static view of {explorer!r}"
+    finally:
+        explorer.close()
+
+
+def test_make_zh_stores_hookviz_exceptions_as_the_code_raises_them_under_zh() -> None:
+    """zh 06 prints ExplorerState's refusal of page 3 and raises its KeyError for a missing layer; the static
+    pictures' text is stored as a cell's result: make_zh stores each as the code gives it under zh."""
+    from notebook_tools import load_script
+
+    from hookviz.widgets import ExplorerState
+
+    make_zh = load_script("make_zh")
+    wide = ExplorerState(nn.Sequential(nn.Conv2d(1, 100, 3, padding=1), nn.ReLU()), torch.randn(2, 1, 4, 4))
+    stored, shown = {}, {}
+    for language, seen in (("en", stored), ("zh", shown)):
+        i18n.set_language(language)
+        with pytest.raises(IndexError) as page:
+            wide.select(page=2)
+        with pytest.raises(KeyError) as layer:
+            wide.select(layer="2")
+        seen["page"] = f"page 3 -> {page.value}\n"
+        seen["layer"] = str(layer.value)  # a KeyError's evalue: its message quoted
+        seen["static"] = i18n.tr("static view of LayerExplorer(layer='0')")
+    assert make_zh.localise_text(stored["page"]) == shown["page"] != stored["page"]
+    error = {"output_type": "error", "ename": "KeyError", "evalue": stored["layer"], "traceback": [stored["layer"]]}
+    make_zh.localise_outputs([error])
+    assert error["evalue"] == shown["layer"] != stored["layer"] and error["traceback"] == [shown["layer"]]
+    result = {"output_type": "execute_result", "data": {"text/plain": stored["static"]}}
+    make_zh.localise_outputs([result])
+    assert result["data"]["text/plain"] == shown["static"] == "静态视图：LayerExplorer(layer='0')"
+    own = "page 3 -> the notebook's own words\n"
+    assert make_zh.localise_text(own) == own

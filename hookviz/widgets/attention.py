@@ -24,7 +24,7 @@ from PIL import Image, ImageDraw
 from torch import Tensor, nn
 
 from hookviz.capture import HookGroup
-from hookviz.i18n import tr
+from hookviz.i18n import join_notes, tr
 from hookviz.render import FONT_PX, colorize, figure_text, panel_font, png_bytes
 from hookviz.text import closest_hint
 from hookviz.widgets.common import (
@@ -241,7 +241,7 @@ class AttentionState:
         #: layers called but not shown, and why (their pattern could not be reproduced)
         self.not_shown = {name: c.note for name, c in checks.items() if not c.shown}
         if not weights and self.not_shown:
-            raise ValueError("AttentionExplorer: " + "; ".join(self.not_shown.values()))
+            raise ValueError("AttentionExplorer: " + join_notes(list(self.not_shown.values())))
         if not weights:
             raise ValueError(f"no nn.MultiheadAttention of {type(model).__name__} was called in the forward pass")
         self.forward_passes = 1
@@ -273,14 +273,14 @@ class AttentionState:
         """Change layer, head (an index, or ``None`` for the mean of the heads) or sample; never runs the model."""
         if layer is not None:
             if layer not in self.patterns:
-                raise KeyError(f"no attention layer named {layer!r}{closest_hint(layer, self.layers)}")
+                raise KeyError(tr(f"no attention layer named {layer!r}{closest_hint(layer, self.layers)}"))
             self.layer = layer
         if head != "keep":
             if head is not None:
                 head = check_int(head, "head", fix="None shows the mean of the heads")
             if head is not None and not 0 <= int(head) < self.heads():
                 raise IndexError(
-                    f"head {head} does not exist: {self.layer!r} has {self.heads()} heads (0 to {self.heads() - 1})"
+                    tr(f"head {head} does not exist: {self.layer!r} has {self.heads()} heads (0 to {self.heads() - 1})")
                 )
             self.head = None if head is None else int(head)
         elif self.head is not None and self.head >= self.heads():
@@ -289,8 +289,10 @@ class AttentionState:
             sample = check_int(sample, "sample")
             if not 0 <= int(sample) < self.n_samples:
                 raise IndexError(
-                    f"sample {sample} is out of range: the batch has {self.n_samples} samples "
-                    f"(0 to {self.n_samples - 1})"
+                    tr(
+                        f"sample {sample} is out of range: the batch has {self.n_samples} samples "
+                        f"(0 to {self.n_samples - 1})"
+                    )
                 )
             self.sample = int(sample)
         return self

@@ -157,8 +157,9 @@ class StaticFallback:
         raise NotImplementedError
 
     def show_static(self) -> StaticPicture:
-        """The current state as a plain picture (for viewers without widgets, or a report)."""
-        return StaticPicture(self.static_png(), f"static view of {self!r}")
+        """The current state as a plain picture (for viewers without widgets, or a report); its text, in the learner's
+        language, is ``static view of`` and the widget's repr."""
+        return StaticPicture(self.static_png(), tr(f"static view of {self!r}"))
 
     def _add_restart_notice(self) -> None:
         """Put a :func:`restart_notice` first in the widget (once), for when its kernel is gone."""

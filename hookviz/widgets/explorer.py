@@ -27,7 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from hookviz.capture import capture, iter_tensors, value_at
-from hookviz.i18n import tr
+from hookviz.i18n import note_separator, tr, tr_joined
 from hookviz.render import (
     feature_panel_png,
     figure_text,
@@ -36,6 +36,7 @@ from hookviz.render import (
     histogram_png,
     join_png,
     message_png,
+    use_cjk_font,
 )
 from hookviz.summarize import Histogram, as_numpy, histogram
 from hookviz.text import closest_hint, text_table
@@ -468,21 +469,24 @@ class ExplorerState:
         if name in self.activations:
             return name
         if name in self.info:
-            raise KeyError(f"layer {name!r} cannot be shown: {self.info[name].note}")
+            raise KeyError(tr(f"layer {name!r} cannot be shown: {tr_joined(self.info[name].note)}"))
         shared = dict(self.model.named_modules(remove_duplicate=False)).get(name)
         first = next((n for n, m in self.model.named_modules() if m is shared), None) if shared is not None else None
         if first is not None and first != name:
             raise KeyError(
-                f"layer {name!r} is the same module as {first!r} (one module shared under two names); "
-                f"the layer list shows it once, as {first!r}: choose {first!r}"
+                tr(
+                    f"layer {name!r} is the same module as {first!r} (one module shared under two names); "
+                    f"the layer list shows it once, as {first!r}: choose {first!r}"
+                )
             )
-        raise KeyError(f"no layer named {name!r} in {type(self.model).__name__}{closest_hint(name, self.layers)}")
+        raise KeyError(tr(f"no layer named {name!r} in {type(self.model).__name__}{closest_hint(name, self.layers)}"))
 
     # ------------------------------------------------------------------------------- the cursor
     def select(
         self, layer: str | None = None, sample: int | None = None, page: int | None = None, order: str | None = None
     ) -> ExplorerState:
-        """Change what is shown (``page`` is 0-based). Never runs the model. Bad choices raise a clear error."""
+        """Change what is shown (``page`` is 0-based). Never runs the model. Bad choices raise a clear error, in the
+        learner's language (:func:`hookviz.i18n.tr`), as the widget shows it."""
         if layer is not None:
             new = self._check_layer(layer)
             if new != self.layer:
@@ -491,18 +495,22 @@ class ExplorerState:
             sample = check_int(sample, "sample")
             if not 0 <= int(sample) < self.n_samples:
                 raise IndexError(
-                    f"sample {sample} is out of range: the batch has {self.n_samples} samples "
-                    f"(0 to {self.n_samples - 1})"
+                    tr(
+                        f"sample {sample} is out of range: the batch has {self.n_samples} samples "
+                        f"(0 to {self.n_samples - 1})"
+                    )
                 )
             self.sample = int(sample)
         if order is not None:
             if order not in ("index", "topk"):
-                raise ValueError(f"order must be 'index' or 'topk', not {order!r}")
+                raise ValueError(tr(f"order must be 'index' or 'topk', not {order!r}"))
             self.order = order
         if page is not None:
             page = check_int(page, "page")
             if not 0 <= int(page) < self.pages:
-                raise IndexError(f"page {int(page) + 1} does not exist: layer {self.layer!r} has {self.pages} page(s)")
+                raise IndexError(
+                    tr(f"page {int(page) + 1} does not exist: layer {self.layer!r} has {self.pages} page(s)")
+                )
             self.page = int(page)
         self.page = min(self.page, self.pages - 1)
         return self
@@ -655,10 +663,19 @@ class ExplorerState:
         """The gradient histogram panel (exact zeros counted apart with ``hide_zeros``), or a message."""
         hist = self.grad_histogram(drop_zeros=hide_zeros)
         if hist is None:
-            note = self.grad_notes.get(self.layer, "")
-            return message_png(f"{figure_text(f'no gradient for {self.layer}')}: {figure_text(note)}")
+            return message_png(self.grad_message())
         title = figure_text(f"d({figure_text(self.target_text)})/d(output) of {self.layer}")
         return histogram_png(hist, title=title, log=log)
+
+    def grad_message(self) -> str:
+        """What the gradient panel says of a layer without a gradient: why, each note in the learner's language
+        where the picture can draw it (:func:`hookviz.render.figure_text`)."""
+        note = self.grad_notes.get(self.layer, "")
+        head = figure_text(f"no gradient for {self.layer}")
+        shown = tr_joined(note)
+        if shown == note or not use_cjk_font():
+            return f"{head}: {note}"
+        return f"{head}：{shown}"
 
     def static_png(self, log: bool = False, hide_zeros: bool = True) -> bytes:
         """Both panels side by side in one PNG (the widget's static fallback)."""
@@ -748,7 +765,8 @@ class ExplorerState:
         if d["range"] is not None:
             text += " · " + t(f"range [{d['range'][0]:.3g}, {d['range'][1]:.3g}]")
         if d["notes"]:
-            text += " · " + "; ".join(t(note) for note in d["notes"])
+            notes = [tr_joined(note) for note in d["notes"]] if translated else d["notes"]
+            text += " · " + (note_separator() if translated else "; ").join(notes)
         return text
 
     def layer_table(self) -> str:
