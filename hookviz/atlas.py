@@ -209,6 +209,14 @@ def _zeros_like_all(values: Any) -> Any:
     return values
 
 
+def _doubled_all(values: Any) -> Any:
+    if isinstance(values, torch.Tensor):
+        return values * 2
+    if isinstance(values, (tuple, list)):
+        return type(values)(_doubled_all(v) for v in values)
+    return values
+
+
 def _tensors_in(value: Any) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
@@ -289,7 +297,10 @@ class _ModuleRig(Rig):
         with torch.random.fork_rng():
             torch.manual_seed(0)
             model = _Toy()
-        x = torch.randn(2, 3, generator=generator, requires_grad=self.backward)
+        # Under checkpointing the input requires grad, as it does for every checkpointed block after the
+        # first layer: reentrant checkpointing of an input without grad cuts the block out of the graph
+        # (backward raises), which real checkpointed code never meets.
+        x = torch.randn(2, 3, generator=generator, requires_grad=self.backward or variant.startswith("checkpoint"))
         shapes = {"tuple_output": "tuple", "dict_output": "dict", "none_output": "none", "forward_raises": "raises"}
         model.shape = shapes.get(variant, "tensor")
         if variant == "eval":
@@ -378,10 +389,12 @@ class _ModuleRig(Rig):
         return None
 
     def replacement(self, args: tuple[Any, ...]) -> Any:
+        # Forward kinds return their value times 2, which keeps the graph, as a learner's replacement does
+        # (a fresh zeros_like(output) has no graph, and backward through it fails under checkpointing).
         if self.kind.endswith("forward_pre"):
-            return _zeros_like_all(args[1])
+            return _doubled_all(args[1])
         if self.kind.endswith("forward"):
-            return _zeros_like_all(args[2])
+            return _doubled_all(args[2])
         if self.kind.endswith("backward_pre"):
             return _zeros_like_all(args[1])
         return _zeros_like_all(args[1])  # backward, backward_legacy: a replacement grad_input
@@ -1012,8 +1025,8 @@ TAUGHT: dict[tuple[str, str], str] = {
     ("forward", "hook_raises"): f"{_N05}#hook-stays",
     ("forward", "deepcopy"): f"{_N10}#faq-copy",
     ("forward", "jit_trace"): f"{_N09}#trace-hooks",
-    ("forward", "checkpoint"): f"{_N13}#checkpointing",
-    ("forward", "checkpoint_reentrant"): f"{_N13}#checkpoint-reentrant",
+    ("forward", "checkpoint"): f"{_N13}#checkpoint-per-layer",
+    ("forward", "checkpoint_reentrant"): f"{_N13}#checkpoint-per-layer",
     ("forward", "functional_call"): f"{_N13}#functional-call",
     ("forward", "func_grad"): f"{_N13}#func-what-works",
     ("backward_pre", "plain"): f"{_N00}#map-full_backward_pre",

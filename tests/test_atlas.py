@@ -89,6 +89,10 @@ def test_a_missing_snapshot_names_the_stored_versions(tmp_path):
         (("forward", "deepcopy"), True, 1, ""),
         (("forward", "jit_trace"), False, 0, ""),
         (("forward_pre", "checkpoint"), True, 2, ""),
+        (("forward_pre", "checkpoint_reentrant"), True, 2, ""),
+        (("forward", "checkpoint"), True, 1, ""),
+        (("forward", "checkpoint_reentrant"), True, 2, ""),
+        (("global_forward", "checkpoint_reentrant"), True, 4, ""),
         (("backward", "dict_output"), False, 0, ""),
         (("backward", "no_grad"), False, 0, "RuntimeError"),
         (("backward", "func_grad"), False, 0, "RuntimeError"),
@@ -118,6 +122,37 @@ def test_returns_column(entries):
     assert found[("optimizer_step_post", "plain")].returns == "nothing"
     assert found[("saved_tensors_on_cpu", "plain")].returns == atlas.NOT_APPLICABLE
     assert found[("optimizer_step_pre", "plain")].receives == "(SGD, (SGD, function), {})"
+
+
+#: The forward kinds under checkpointing, as real checkpointed blocks meet them (an input that requires grad, a
+#: replacement that keeps the graph): (fires, calls, returns, error), the same in every stored torch release.
+CHECKPOINT_FORWARD = {
+    ("forward_pre", "checkpoint"): (True, 2, "the module's output", ""),
+    ("forward_pre", "checkpoint_reentrant"): (True, 2, "the module's output", ""),
+    ("forward", "checkpoint"): (True, 1, "the module's output", ""),
+    ("forward", "checkpoint_reentrant"): (True, 2, "the module's output", ""),
+    ("global_forward_pre", "checkpoint"): (True, 4, "the module's output", ""),
+    ("global_forward_pre", "checkpoint_reentrant"): (True, 4, "the module's output", ""),
+    ("global_forward", "checkpoint"): (True, 2, "the module's output", ""),
+    ("global_forward", "checkpoint_reentrant"): (True, 4, "the module's output", ""),
+}
+
+
+def test_checkpoint_entries_are_measured_as_real_code_meets_them(entries):
+    """Not the artefacts of an input without grad (reentrant: backward raised, the hooks fired once) or of a
+    replacement without a graph (zeros_like: "error: RuntimeError")."""
+    found = by_key(entries)
+    measured = {key: (found[key].fires, found[key].calls, found[key].returns, found[key].error)
+                for key in CHECKPOINT_FORWARD}
+    assert measured == CHECKPOINT_FORWARD
+
+
+@pytest.mark.parametrize("version", atlas.stored_versions())
+def test_every_stored_snapshot_has_the_real_checkpoint_entries(version):
+    found = by_key(atlas.load_snapshot(version))
+    measured = {key: (found[key].fires, found[key].calls, found[key].returns, found[key].error)
+                for key in CHECKPOINT_FORWARD}
+    assert measured == CHECKPOINT_FORWARD, f"the atlas stored for torch {version} has the old checkpoint probe"
 
 
 def test_summarize_shows_types_and_shapes_never_values():
@@ -390,3 +425,37 @@ def test_deepcopy_drops_the_hooks_of_other_optimizers(make):
         assert not hook_kind("optimizer_step_pre").hooks_of(duplicate)
         assert not hook_kind("optimizer_state_dict_pre").hooks_of(duplicate)
         assert hook_kind("optimizer_step_pre").hooks_of(optimizer)
+
+
+@pytest.mark.parametrize("reentrant", [True, False], ids=["reentrant", "non_reentrant"])
+@pytest.mark.parametrize("kind", ["forward_pre", "forward"])
+def test_checkpointed_block_after_a_layer_with_parameters(kind, reentrant):
+    """The atlas's checkpoint entries on a learner's model: a checkpointed block after a Linear (its input needs
+    no requires_grad of its own), a hook that returns its value times 2."""
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    first, block = nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+    x = torch.randn(2, 4)  # the data: no grad, as in a training loop
+    expected = {key[1]: value for key, value in CHECKPOINT_FORWARD.items() if key[0] == kind}
+    _, calls, _, _ = expected["checkpoint_reentrant" if reentrant else "checkpoint"]
+
+    def run(double: bool) -> tuple[int, torch.Tensor]:
+        count = []
+
+        def hook(module, args, *output):
+            count.append(1)
+            if double:
+                return (args[0] * 2,) if kind == "forward_pre" else output[0] * 2
+            return None
+
+        register = block.register_forward_pre_hook if kind == "forward_pre" else block.register_forward_hook
+        block.zero_grad(set_to_none=True)
+        with register(hook):
+            checkpoint(block, first(x), use_reentrant=reentrant).sum().backward()
+        return len(count), block[0].weight.grad.clone()
+
+    plain_calls, plain_grad = run(double=False)
+    doubled_calls, doubled_grad = run(double=True)
+    assert plain_calls == doubled_calls == calls
+    assert not torch.equal(plain_grad, doubled_grad), "the replacement (times 2, with its graph) changes the result"
