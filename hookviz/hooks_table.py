@@ -35,6 +35,9 @@ __all__ = [
     "RemovedHooks",
     "list_global_hooks",
     "list_hooks",
+    "KNOWN_LIBRARIES",
+    "library_owned",
+    "owning_library",
     "pytorch_owned",
     "remove_all_hooks",
 ]
@@ -107,7 +110,16 @@ def _rows(where: str, holder: Any, kind: HookKind, extras: tuple[str, ...] = ())
     store = holder if kind.storage_module is None else _storage_module(kind)
     dicts = [getattr(store, kind.storage_attr)] + [getattr(store, name) for name in extras if hasattr(store, name)]
     refs = tuple(weakref.ref(d) for d in dicts)
-    return [HookRow(where, kind.name, _describe(fn), _flags(store, kind, i), i, refs) for i, fn in hooks.items()]
+    return [HookRow(where, kind.name, _describe(fn), _library_flag(fn, _flags(store, kind, i)), i, refs)
+            for i, fn in hooks.items()]
+
+
+def _library_flag(fn: Any, flags: str) -> str:
+    """``flags`` plus, for a hook another library attached (not PyTorch), whose it is: "transformers's own"."""
+    library = owning_library(fn)
+    if library is None or library == "torch":
+        return flags
+    return ", ".join(part for part in (flags, f"{library}'s own") if part)
 
 
 def _storage_module(kind: HookKind) -> Any:
@@ -191,14 +203,17 @@ def list_hooks(
     return table
 
 
-def pytorch_owned(fn: Any) -> bool:
-    """True for a hook that one of PyTorch's own utilities attached and needs (it is defined inside ``torch``).
+#: Libraries whose own hooks hookviz recognises by where their code lives: PyTorch's utilities (prune, weight_norm,
+#: FSDP ...) and the libraries that keep machinery in hooks on a user's model (Hugging Face ``transformers``
+#: collects ``output_hidden_states`` and ``output_attentions`` with forward hooks it leaves on the layers).
+KNOWN_LIBRARIES = ("torch", "transformers", "accelerate", "peft", "deepspeed", "torchvision")
 
-    ``torch.nn.utils.prune`` recomputes ``weight`` from ``weight_orig * weight_mask`` in a forward
-    pre-hook, ``weight_norm`` and ``spectral_norm`` recompute the weight the same way, FSDP, DDP and
-    quantization observers keep their machinery in hooks too. Each of those hooks is a function, a
-    bound method, a ``functools.partial`` or a callable object whose code lives in a ``torch.*`` module;
-    a hook written by a user (or by hookviz) never does.
+
+def owning_library(fn: Any) -> str | None:
+    """The known library (:data:`KNOWN_LIBRARIES`) whose code ``fn`` is, or None for anyone else's hook.
+
+    A hook is a function, a bound method, a ``functools.partial`` or a callable object; the library is the top
+    package of the module its code lives in. A hook written by a user (or by hookviz) gives None.
     """
     for _ in range(5):  # unwrap functools.partial and PyTorch's wrapper of a hook (module._WrappedHook)
         inner = getattr(fn, "func", None)
@@ -212,7 +227,25 @@ def pytorch_owned(fn: Any) -> bool:
         module = function.__module__
     else:  # a callable object (prune's L1Unstructured, WeightNorm ...): its class
         module = type(fn).__module__
-    return isinstance(module, str) and (module == "torch" or module.startswith("torch."))
+    root = module.split(".")[0] if isinstance(module, str) else None
+    return root if root in KNOWN_LIBRARIES else None
+
+
+def pytorch_owned(fn: Any) -> bool:
+    """True for a hook that one of PyTorch's own utilities attached and needs (it is defined inside ``torch``).
+
+    ``torch.nn.utils.prune`` recomputes ``weight`` from ``weight_orig * weight_mask`` in a forward
+    pre-hook, ``weight_norm`` and ``spectral_norm`` recompute the weight the same way, FSDP, DDP and
+    quantization observers keep their machinery in hooks too. Each of those hooks is a function, a
+    bound method, a ``functools.partial`` or a callable object whose code lives in a ``torch.*`` module;
+    a hook written by a user (or by hookviz) never does.
+    """
+    return owning_library(fn) == "torch"
+
+
+def library_owned(fn: Any) -> bool:
+    """True for a hook a known library attached for its own use (:func:`owning_library`): not the user's code."""
+    return owning_library(fn) is not None
 
 
 class RemovedHooks(int):
@@ -237,9 +270,10 @@ def _clear(
     removed = 0
     extra_dicts = [getattr(holder, name) for name in extras if isinstance(getattr(holder, name, None), dict)]
     for hook_id, fn in list(hooks.items()):
-        if pytorch_owned(fn):
+        if library_owned(fn):
             refs = tuple(weakref.ref(d) for d in [hooks, *extra_dicts])
-            kept.append(HookRow(where, kind.name, _describe(fn), _flags(holder, kind, hook_id), hook_id, refs))
+            flags = _library_flag(fn, _flags(holder, kind, hook_id))
+            kept.append(HookRow(where, kind.name, _describe(fn), flags, hook_id, refs))
             continue
         del hooks[hook_id]
         for extra in extra_dicts:
@@ -254,7 +288,8 @@ def remove_all_hooks(
     """Remove every hook from ``model``, its submodules and parameters; return how many were removed.
 
     State-dict hooks are left alone (they are part of how some modules load their weights), and so
-    is every hook that PyTorch's own utilities attached and need (:func:`pytorch_owned`: pruning,
+    is every hook that PyTorch's own utilities or another known library attached and need
+    (:func:`library_owned`: transformers's output capturing; :func:`pytorch_owned`: pruning,
     ``weight_norm``, ``spectral_norm``, FSDP/DDP and quantization internals): removing those would
     silently change what the model computes. The result is an ``int`` whose ``kept`` attribute
     lists the hooks left in place; a warning names them. Global module hooks affect every model in
@@ -296,10 +331,18 @@ def remove_all_hooks(
     forget_model(model)  # hookviz's own bookkeeping: those handles are dead now
     if kept:
         names = ", ".join(f"{row.where} {row.kind} {row.hook}" for row in kept)
-        warnings.warn(
-            f"remove_all_hooks kept {len(kept)} hook(s) that PyTorch's own utilities need ({names}): "
-            "removing them would change what the model computes. Undo the utility instead "
-            "(torch.nn.utils.prune.remove(module, 'weight'), remove_weight_norm ...) to drop them",
-            stacklevel=2,
-        )
+        if all(row.flags.endswith("'s own") for row in kept):  # only other libraries' hooks (transformers ...)
+            libraries = sorted({row.flags.rsplit(", ", 1)[-1].removesuffix("'s own") for row in kept})
+            warnings.warn(
+                f"remove_all_hooks kept {len(kept)} hook(s) that {' and '.join(libraries)} attached for its own "
+                f"use ({names}): they are not yours, and that library needs them",
+                stacklevel=2,
+            )
+        else:
+            warnings.warn(
+                f"remove_all_hooks kept {len(kept)} hook(s) that PyTorch's own utilities need ({names}): "
+                "removing them would change what the model computes. Undo the utility instead "
+                "(torch.nn.utils.prune.remove(module, 'weight'), remove_weight_norm ...) to drop them",
+                stacklevel=2,
+            )
     return RemovedHooks(removed, kept)

@@ -1,16 +1,20 @@
-"""Notebook 14's checkers: a right answer passes, each common wrong answer gets its own hint."""
+"""Notebook 14's checkers (on Hugging Face Llama models): a right answer passes, each common wrong answer gets its
+own hint, and the decode-by-shape answer that §7 warns against is refused (one-token prompts)."""
 
 from collections.abc import Callable
 
 import pytest
 import torch
+from transformers.models.llama.modeling_llama import apply_rotary_pos_emb, repeat_kv
 
-from hookviz.decoder import apply_rotary
 from hookviz.exercises import ExerciseNotSolved, nb14
 from hookviz.hooks_table import list_hooks
+from hookviz.llama import cache_of
 
 
-def _head_outputs(after_o_proj: bool = False, split: bool = True, remove: bool = True) -> Callable[..., torch.Tensor]:
+def _head_outputs(
+    after_o_proj: bool = False, split: bool = True, remove: bool = True, kv_heads: bool = False
+) -> Callable[..., torch.Tensor]:
     def head_outputs(model, tokens, layer_index):  # noqa: ANN001, ANN202
         attn = model.model.layers[layer_index].self_attn
         kept = {}
@@ -25,7 +29,9 @@ def _head_outputs(after_o_proj: bool = False, split: bool = True, remove: bool =
             if remove:
                 handle.remove()
         z = kept["z"]
-        return z.view(*z.shape[:2], attn.num_heads, attn.head_dim) if split else z
+        if kv_heads:  # the key/value head count, and what is left over folded into the last dimension
+            return z.view(*z.shape[:2], model.config.num_key_value_heads, -1)
+        return z.view(*z.shape[:2], model.config.num_attention_heads, attn.head_dim) if split else z
 
     return head_outputs
 
@@ -48,9 +54,12 @@ def _pattern(rotary: bool = True, causal: bool = True, scale: bool = True) -> Ca
             for handle in handles:
                 handle.remove()
         n, length, _ = kept["q"].shape
-        q, k = (kept[w].view(n, length, attn.num_heads, attn.head_dim).transpose(1, 2) for w in "qk")
+        heads, kv_heads = model.config.num_attention_heads, model.config.num_key_value_heads
+        q = kept["q"].view(n, length, heads, attn.head_dim).transpose(1, 2)
+        k = kept["k"].view(n, length, kv_heads, attn.head_dim).transpose(1, 2)
         if rotary:
-            q, k = apply_rotary(q, *kept["rotary"]), apply_rotary(k, *kept["rotary"])
+            q, k = apply_rotary_pos_emb(q, k, *kept["rotary"])
+        k = repeat_kv(k, heads // kv_heads)
         scores = q @ k.transpose(-1, -2) / (attn.head_dim**0.5 if scale else 1.0)
         if causal:
             scores = scores.masked_fill(~torch.ones(length, length, dtype=torch.bool).tril(), float("-inf"))
@@ -59,12 +68,15 @@ def _pattern(rotary: bool = True, causal: bool = True, scale: bool = True) -> Ca
     return attention_pattern
 
 
-def _steer(phase: str = "decode", returns: bool = True) -> Callable[..., torch.Tensor]:
+def _steer(phase: str = "decode", returns: bool = True, by_shape: bool = False) -> Callable[..., torch.Tensor]:
     def steer_new_tokens(model, prompts, vector, layer_index, max_new_tokens):  # noqa: ANN001, ANN202
         state = {"decode": False}
 
         def which_phase(module, args, kwargs):  # noqa: ANN001, ANN202
-            cache = kwargs.get("past_key_values")
+            if by_shape:  # the pitfall: "one position means a decode step"
+                state["decode"] = kwargs["input_ids"].shape[1] == 1
+                return
+            cache = cache_of(kwargs)
             state["decode"] = cache is not None and cache.get_seq_length() > 0
 
         def add(module, args, output):  # noqa: ANN001, ANN202
@@ -104,6 +116,7 @@ def test_head_outputs_wrong_answers_get_their_hints() -> None:
     assert "forward pre-hook on o_proj" in _hint(nb14.check_head_outputs, _head_outputs(after_o_proj=True))
     assert "Split its last dimension" in _hint(nb14.check_head_outputs, _head_outputs(split=False))
     assert "still attached" in _hint(nb14.check_head_outputs, _head_outputs(remove=False))
+    assert "number of key/value heads" in _hint(nb14.check_head_outputs, _head_outputs(kv_heads=True))
 
 
 def test_attention_pattern_wrong_answers_get_their_hints() -> None:
@@ -116,6 +129,8 @@ def test_steering_wrong_answers_get_their_hints() -> None:
     assert "the prompt was steered too" in _hint(nb14.check_steer_new_tokens, _steer("all"))
     assert "only the prefill was steered" in _hint(nb14.check_steer_new_tokens, _steer("prefill"))
     assert "nothing was steered" in _hint(nb14.check_steer_new_tokens, _steer(returns=False))
+    # Deciding "decode" by one position passes on 7-token prompts and fails on one-token prompts (§7's pitfall).
+    assert "cannot tell them apart" in _hint(nb14.check_steer_new_tokens, _steer(by_shape=True))
 
 
 def test_the_stubs_fail_with_the_not_solved_message() -> None:

@@ -26,7 +26,7 @@ from hookviz.catalogue import HookKind, hook_kind, kinds
 from hookviz.diagnose import code
 from hookviz.diagnose.report import DiagnosisError, Finding
 from hookviz.diagnose.rules import RULES, Rule
-from hookviz.hooks_table import list_hooks, pytorch_owned
+from hookviz.hooks_table import library_owned, list_hooks, pytorch_owned
 
 FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
 GLOBAL_FLAG_DICTS = ("_global_forward_hooks_always_called", "_global_forward_hooks_with_kwargs")
@@ -95,8 +95,9 @@ class Site:
 
     @property
     def pytorch_owned(self) -> bool:
-        """A hook PyTorch's own utilities attached (prune, weight_norm, lazy modules ...): not the learner's code."""
-        return pytorch_owned(self.hook)
+        """A hook PyTorch's own utilities (prune, weight_norm, lazy modules ...) or another known library
+        (``transformers``'s output capturing) attached: not the learner's code, never reported as a mistake."""
+        return library_owned(self.hook)
 
     @property
     def role(self) -> str:
