@@ -144,7 +144,7 @@ atlas-snapshot: torch-env
 #   make test-colab
 # Refresh the pins from a newer copy of Google's list: python scripts/colab_pins.py --refresh FILE --date DATE
 COLAB_VENV := .venv-colab
-COLAB_WITHOUT := $(foreach p,torch numpy matplotlib ipython ipywidgets ipykernel notebook anywidget jupyterlab \
+COLAB_WITHOUT := $(foreach p,torch numpy matplotlib ipython ipywidgets ipykernel notebook anywidget transformers jupyterlab \
 	playwright ruff py-rattler,--without $(p))
 $(COLAB_VENV)/.ready: pyproject.toml scripts/requirements.py scripts/colab_pins.txt
 	rm -rf $(COLAB_VENV)
@@ -177,7 +177,7 @@ execute: setup
 weights: setup
 	$(PY) scripts/train_digits_cnn.py
 	$(PY) scripts/train_tiny_transformer.py
-	$(PY) scripts/train_tiny_decoder.py
+	$(PY) scripts/train_tiny_llama.py
 
 # Removes the environment and caches only: student/ holds learners' work and is never deleted here.
 clean:

@@ -24,6 +24,7 @@ GOOD = {
     "numpy": "2.4.6",
     "matplotlib": "3.11.2",
     "ipywidgets": "8.1.9",
+    "transformers": "5.25.0",
     "jupyterlab": "4.6.6",
     "jupyterlab_widgets": "3.0.17",
     "ipykernel": "7.4.0",
@@ -166,3 +167,10 @@ def test_command_line_check_on_this_machine():
     assert ("READY: everything" in proc.stdout) == verdict.ready
     assert "torch" in proc.stdout.splitlines()[1]
     assert "RuntimeWarning" not in proc.stderr, proc.stderr
+
+
+def test_missing_transformers_is_a_problem(fake_report, capsys):
+    """Notebook 14 runs a Hugging Face model: a machine without transformers is not ready, and says so."""
+    fake_report(transformers=None)
+    assert doctor_module.main(["--check"]) == 1
+    assert "transformers" in capsys.readouterr().out
