@@ -22,7 +22,9 @@ CONDA_NAMES = {
     "matplotlib": ("matplotlib-base", "matplotlib"),
 }
 #: What Binder needs: the course, JupyterLab, and nbval/pytest so a teacher can test there.
-BINDER_NEEDS = {"torch", "numpy", "matplotlib", "ipywidgets", "transformers", "jupyterlab", "ipykernel", "nbval", "pytest"}
+BINDER_NEEDS = {
+    "torch", "numpy", "matplotlib", "ipywidgets", "transformers", "jupyterlab", "ipykernel", "nbval", "pytest"
+}
 #: Packages that must not be pinned exactly in pyproject.toml (with the reason).
 UNPINNED_OK = {"pyyaml": "only used to read YAML in tests"}
 
