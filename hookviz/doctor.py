@@ -32,7 +32,8 @@ warnings.filterwarnings("ignore", message=r"'hookviz\.doctor' found in sys\.modu
 __all__ = ["Verdict", "check", "check_setup", "doctor", "environment_report", "main", "release_warning"]
 
 PACKAGES = (
-    "torch", "numpy", "matplotlib", "ipywidgets", "transformers", "jupyterlab", "jupyterlab_widgets", "ipykernel", "nbval"
+    "torch", "numpy", "matplotlib", "ipywidgets", "transformers",
+    "jupyterlab", "jupyterlab_widgets", "ipykernel", "nbval",
 )
 #: What the course cannot run without.
 REQUIRED = ("torch", "numpy", "matplotlib", "ipywidgets", "transformers")
