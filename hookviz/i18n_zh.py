@@ -1853,6 +1853,32 @@ MESSAGES.update({
     "not called: a {} only holds modules; its parent calls them one by one": (
         "未被调用：{} 只是存放模块的容器；由它的父模块逐个调用其中的模块"
     ),
+    # hookviz.widgets.decoder_attention: how a recomputed pattern was checked (PatternCheck notes)
+    "recomputed assuming a causal mask and a 1/√d scale, not checked ({} was not called, so hookviz could not "
+    "compare it with what the module computed)": (
+        "按因果掩码和 1/√d 缩放重新计算，未经核对（{0} 没有被调用，hookviz 无法把结果与模块实际算出的值比较）"
+    ),
+    "recomputed assuming a causal mask and a 1/√d scale, not checked (o_proj's input {} is not the heads' outputs "
+    "side by side)": "按因果掩码和 1/√d 缩放重新计算，未经核对（o_proj 的输入 {0} 不是各头输出并排拼接的结果）",
+    "shown with a causal mask, but its values cannot tell a causal pattern from one without a mask (both reproduce "
+    "the module's output)": "按因果掩码显示，但从数值上分不出有没有掩码（两种模式都能重现模块的输出）",
+    "no causal mask (every query sees every key), checked against the module's output": (
+        "没有因果掩码（每个查询都能看到每个键），已与模块的输出核对"
+    ),
+    "hookviz shows no pattern for {}: softmax(q kᵀ/√d), with a causal mask or without one, does not reproduce what "
+    "the module passed to o_proj (largest difference {} of its largest value). The module computes its attention "
+    "some other way hookviz cannot see from q_proj and k_proj: a norm of q and k after the projections (Qwen3, "
+    "OLMo-2), another scale, an attention or padding mask, a gate. To see its pattern, have the module compute the "
+    "weights itself and return or keep them": (
+        "hookviz 不显示 {0} 的注意力模式：无论加不加因果掩码，softmax(q kᵀ/√d) 都重现不了模块传给 o_proj 的值"
+        "（最大差值为其最大值的 {1}）。这个模块用 hookviz 从 q_proj 和 k_proj 看不到的方式计算注意力：投影之后对 q 和 k "
+        "做了归一化（Qwen3、OLMo-2）、用了别的缩放、注意力掩码或填充掩码、门控。要看它的注意力模式，请让模块自己算出权重并返回或保存"
+    ),
+    "hookviz shows no pattern for {}: q_proj's and k_proj's outputs {} and {} do not split into heads of {} the way "
+    "Llama's attention does ({}: {})": (
+        "hookviz 不显示 {0} 的注意力模式：q_proj 和 k_proj 的输出 {1} 和 {2} 无法像 Llama 的注意力那样拆成大小为 {3} "
+        "的头（{4}：{5}）"
+    ),
     "not called: MultiheadAttention uses this layer's weights directly, never calls it": (
         "未被调用：MultiheadAttention 直接使用这一层的权重，从不调用它"
     ),
