@@ -25,8 +25,8 @@ from torch import nn
 from torch.nn.utils import parametrizations
 
 import hookviz
-from hookviz.decoder import load_tiny_decoder, make_copy_batch
 from hookviz.diagnose import diagnose
+from hookviz.llama import VOCAB_SIZE, load_tiny_llama, make_copy_batch
 
 Planted = tuple[nn.Module, Any, list[Any]]
 VARIANTS: list[tuple[str, str, Callable[[], Planted]]] = []
@@ -692,8 +692,8 @@ def lstm_tagger_with_hooks() -> Planted:
     return model, torch.randint(0, 20, (3, 7)), handles
 
 
-def tiny_decoder_with_hooks() -> Planted:
-    model, residual, grads = load_tiny_decoder(), {}, {}
+def tiny_llama_with_hooks() -> Planted:
+    model, residual, grads = load_tiny_llama(), {}, {}
     handles = [
         layer.register_forward_hook(
             lambda m, a, o, i=i: residual.__setitem__(i, (o[0] if isinstance(o, tuple) else o).detach())
@@ -898,7 +898,7 @@ CLEAN = [
     resnet_with_feature_hooks,
     resnet_eval_no_hooks,
     lstm_tagger_with_hooks,
-    tiny_decoder_with_hooks,
+    tiny_llama_with_hooks,
     tiny_transformer_with_hooks,
     every_correct_hook_kind,
     digits_cnn_with_probes,
@@ -928,12 +928,12 @@ def test_there_are_at_least_eight_clean_models() -> None:
     assert len(CLEAN) >= 8
 
 
-def test_the_decoder_gets_its_backward_pass() -> None:
-    """The dataclass output of hookviz's own decoder: the backward hook fires during the diagnosis."""
-    model, fired = load_tiny_decoder(), []
+def test_the_llama_gets_its_backward_pass() -> None:
+    """The ModelOutput (a dataclass) of the course's Hugging Face Llama: the backward hook fires in the diagnosis."""
+    model, fired = load_tiny_llama(), []
     handle = model.lm_head.register_full_backward_hook(lambda m, gi, go: fired.append(go[0].shape))
     try:
         assert list(diagnose(model, make_copy_batch(4)[0])) == []
     finally:
         handle.remove()
-    assert len(fired) == 1 and fired[0][-1] == 11
+    assert len(fired) == 1 and fired[0][-1] == VOCAB_SIZE

@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+import transformers
 from test_reliability import (
     TOKENS,
     Case,
@@ -43,7 +44,7 @@ from test_reliability import (
 from torch import Tensor, nn
 
 import hookviz
-from hookviz.decoder import VOCAB_SIZE, TinyDecoder, load_tiny_decoder, make_copy_batch
+from hookviz.llama import VOCAB_SIZE, load_tiny_llama, make_copy_batch, tiny_llama_config
 from hookviz.widgets import AttentionExplorer, AttentionState, MonitorState, TrainingMonitor, capture_attention
 from hookviz.widgets.decoder_attention import capture_decoder_attention
 
@@ -133,18 +134,18 @@ def user(**kwargs: Any) -> Callable[[], nn.Module]:
 
 
 def decoder() -> nn.Module:
-    return load_tiny_decoder()
+    return load_tiny_llama()
 
 
 def decoder_training() -> nn.Module:
-    model = load_tiny_decoder().train()
+    model = load_tiny_llama().train()
     model.model.layers[1].eval()  # a mixed mode must come back mixed
     return model
 
 
 def meta_decoder() -> nn.Module:
     with torch.device("meta"):
-        return TinyDecoder()
+        return transformers.LlamaForCausalLM(tiny_llama_config()).eval()
 
 
 class SeqFirst(nn.Module):
@@ -260,13 +261,16 @@ for label, bad_tokens in [("float", PROMPTS.float()), ("1-D", PROMPTS[0]), ("3-D
                           ("int16", PROMPTS.to(torch.int16)), ("numpy", PROMPTS.numpy()), ("a list", PROMPTS.tolist()),
                           ("a dict", {"input_ids": PROMPTS})]:  # fmt: skip
     case(f"decoder attention tokens: {label}", decoder, lambda m, t=bad_tokens: _attention(m, t),
-         r"TinyDecoder failed on inputs \(.*\).*Pass inputs the model accepts")  # fmt: skip
+         r"LlamaForCausalLM failed on inputs \(.*\).*Pass inputs the model accepts")  # fmt: skip
 case("decoder attention empty batch", decoder, lambda m: _attention(m, PROMPTS[:0]), "at least one sample")
 case("decoder attention scalar tokens", decoder, lambda m: _attention(m, PROMPTS[0, 0]), "at least one sample")
 case("decoder attention model_kwargs=[1]", decoder, lambda m: _attention(m, model_kwargs=[1]),
      "model_kwargs must be a dict")  # fmt: skip
-case("decoder attention model_kwargs unknown keyword", decoder,
-     lambda m: _attention(m, model_kwargs={"attention_mask": None, "bogus": 1}), "failed on inputs")  # fmt: skip
+# (Hugging Face's forward takes **kwargs, so an unknown keyword passes silently: these are ones it refuses)
+case("decoder attention model_kwargs a mask of the wrong shape", decoder,
+     lambda m: _attention(m, model_kwargs={"attention_mask": torch.ones(1, 2)}), "failed on inputs")  # fmt: skip
+case("decoder attention model_kwargs input_ids twice", decoder,
+     lambda m: _attention(m, model_kwargs={"input_ids": PROMPTS}), "failed on inputs")  # fmt: skip
 case("decoder attention layers=['nope']", decoder, lambda m: _attention(m, layers=["model.layers.0.self_atn"]),
      "no attention module named 'model.layers.0.self_atn'.*model.layers.0.self_attn")  # fmt: skip
 case("decoder attention meta model", meta_decoder, _attention, "meta device")
@@ -274,10 +278,10 @@ case("decoder attention prompts", decoder, _attention, check=_decoder_patterns)
 case("decoder attention mixed modes come back", decoder_training, _attention, check=_decoder_patterns)
 LAYER1 = "model.layers.1.self_attn"
 case("decoder capture_attention one layer", decoder, lambda m: capture_attention(m, PROMPTS, layers=[LAYER1]),
-     check=lambda m, r: {k: tuple(v.shape) for k, v in r.items()} == {LAYER1: (3, 2, 7, 7)})  # fmt: skip
+     check=lambda m, r: {k: tuple(v.shape) for k, v in r.items()} == {LAYER1: (3, 4, 7, 7)})  # fmt: skip
 case("capture_decoder_attention without q/k/v/o", mlp, lambda m: capture_decoder_attention(m, torch.zeros(2, 64)),
      "has no attention module with q_proj, k_proj, v_proj and o_proj")  # fmt: skip
-for choice, why in [({"head": 2}, "head 2 does not exist"), ({"head": 0.5}, "head must be a whole number"),
+for choice, why in [({"head": 4}, "head 4 does not exist"), ({"head": 0.5}, "head must be a whole number"),
                     ({"sample": 3}, "out of range"), ({"sample": "1"}, "sample must be a whole number"),
                     ({"layer": "model.layers.2.self_attn"}, "no attention layer named")]:  # fmt: skip
     case(f"decoder attention select {choice}", decoder, lambda m, c=choice: _attention(m).select(**c), why)

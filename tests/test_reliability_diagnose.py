@@ -34,8 +34,8 @@ from torch import nn
 from torch.nn.utils import parametrizations
 
 import hookviz
-from hookviz.decoder import load_tiny_decoder, make_copy_batch
 from hookviz.diagnose import Diagnosis, DiagnosisError, diagnose
+from hookviz.llama import load_tiny_llama, make_copy_batch
 from hookviz.widgets import MonitorState
 
 X = torch.randn(4, 1, 8, 8, generator=torch.Generator().manual_seed(1))
@@ -441,7 +441,8 @@ case("D05 numpy array", mlp, lambda m: diagnose(m, V.numpy()), r"torch\.as_tenso
 case("D06 dict output", DictOut, diag_and_fired(V), check=clean_and_fired)
 case("D07 dataclass output", DataclassOut, diag_and_fired(V), check=clean_and_fired)
 case("D07 ModelOutput-like output", ModelOutputOut, diag_and_fired(V), check=clean_and_fired)
-case("D08 TinyDecoder (DecoderOutput)", load_tiny_decoder, diag_and_fired(make_copy_batch(4)[0]), check=clean_and_fired)
+case("D08 LlamaForCausalLM (ModelOutput)", load_tiny_llama, diag_and_fired(make_copy_batch(4)[0]),
+     check=clean_and_fired)  # fmt: skip
 case("D09 ([y], [h, h]) output", NestedOut, diag_and_fired(V), check=clean_and_fired)
 case("D10 forward returns None",
      with_hook(KeepsResult, lambda m: [m.l.register_forward_hook(_record), m.unused.register_forward_hook(_record)]),
@@ -532,7 +533,7 @@ case("hook that removes itself", mlp, self_removing, check=CLEAN)
 case("hook that adds a hook", mlp, adds_hooks, check=CLEAN)
 case("tiny transformer, tokens", tiny, lambda m: diagnose(m, hookviz.make_tiny_batch(2, seed=0)[0]), check=CLEAN)
 case("tiny transformer, float tokens", tiny, lambda m: diagnose(m, torch.rand(2, 10)), "forward failed")
-case("decoder, out-of-vocabulary tokens", load_tiny_decoder, lambda m: diagnose(m, torch.full((2, 5), 99)),
+case("Llama, out-of-vocabulary tokens", load_tiny_llama, lambda m: diagnose(m, torch.full((2, 5), 99)),
      "forward failed")  # fmt: skip
 case("kwargs=None explicitly", mlp, lambda m: diagnose(m, V, kwargs=None), check=CLEAN)
 

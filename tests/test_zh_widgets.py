@@ -156,10 +156,10 @@ def transformer() -> tuple[Any, Any]:
 
 @pytest.fixture(scope="module")
 def decoder() -> tuple[Any, Any]:
-    from hookviz.decoder import load_tiny_decoder, make_copy_batch
+    from hookviz.llama import load_tiny_llama, make_copy_batch
 
     prompts, answers = make_copy_batch(8, seed=3)
-    return load_tiny_decoder(), torch.cat([prompts, answers], dim=1)[:, :-1]
+    return load_tiny_llama(), torch.cat([prompts, answers], dim=1)[:, :-1]
 
 
 @pytest.mark.parametrize("which", ["transformer", "decoder"])
