@@ -28,7 +28,10 @@ import re
 import string
 from functools import cache
 
-__all__ = ["LANGUAGES", "get_language", "join_notes", "note_separator", "set_language", "tr", "tr_joined", "translate"]
+__all__ = [
+    "LANGUAGES", "get_language", "join_notes", "note_separator", "set_language", "tr", "tr_caption", "tr_joined",
+    "translate",
+]
 
 #: The languages hookviz speaks; English is the language of the code and the fallback.
 LANGUAGES = ("en", "zh")
@@ -185,3 +188,17 @@ def tr_joined(text: str, language: str | None = None, separator: str = "; ") -> 
             options.append((left + (len(part) if translated is None else 0), count + 1, [*notes, translated or part]))
         best.append(min(options, key=lambda option: (option[0], option[1])))
     return note_separator(language).join(best[-1][2])
+
+
+#: How the parts of a widget's one-line caption are separated (``layer · head 0 · sample 3``), in every language.
+CAPTION_SEPARATOR = " · "
+
+
+def tr_caption(text: str, language: str | None = None) -> str:
+    """A widget's English caption (``"a · b · c"``) in ``language`` (default: the current one), part by part.
+
+    Each part is translated on its own (:func:`tr_joined`: a part may hold notes joined with ``"; "``); a part
+    without an entry (a layer name, a type, a shape) stays as it is. The same function turns a caption a notebook
+    stored in English into what the widget shows under that language, so the two always agree.
+    """
+    return CAPTION_SEPARATOR.join(tr_joined(part, language) for part in text.split(CAPTION_SEPARATOR))

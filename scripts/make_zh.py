@@ -58,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 from hookviz.atlas import localise_html as localise_atlas_html  # noqa: E402
 from hookviz.diagnose.report import localise as localise_report  # noqa: E402
 from hookviz.diagnose.report import localise_html  # noqa: E402
-from hookviz.i18n import translate  # noqa: E402  (the package of this checkout, not another installed one)
+from hookviz.i18n import tr_caption, translate  # noqa: E402  (the package of this checkout, not another installed one)
 from hookviz.i18n_zh import STORED_OUTPUTS  # noqa: E402
 
 EN_DIR = ROOT / "notebooks"
@@ -312,6 +312,15 @@ def localise_stored(line: str) -> str:
     return line
 
 
+#: An AttentionExplorer's repr: its caption, which the widget shows in the learner's language (tr_caption)
+EXPLORER_REPR = re.compile(r"AttentionExplorer\((?P<caption>.+ · .+)\)")
+
+
+def localise_explorer_repr(line: str) -> str:
+    """``line`` with an ``AttentionExplorer(<caption>)`` in it as the widget prints it under zh."""
+    return EXPLORER_REPR.sub(lambda m: f"AttentionExplorer({tr_caption(m['caption'], 'zh')})", line)
+
+
 def localise_text(text: str) -> str:
     """Stream text with every ``✓ ...`` / ``✗ ...`` line of a checker, each widget refusal and each hookviz
     exception a notebook prints, in Chinese, as the code prints them after ``set_language("zh")``; other lines
@@ -323,7 +332,7 @@ def localise_text(text: str) -> str:
             line = match["mark"] + translate(match["message"], "zh") + match["end"]
         line = REFUSAL.sub(_localise_refusal, line)
         body = line.rstrip("\n")
-        lines.append(localise_stored(body) + line[len(body) :])
+        lines.append(localise_explorer_repr(localise_stored(body)) + line[len(body) :])
     return "".join(lines)
 
 
@@ -349,11 +358,15 @@ def localise_outputs(outputs: list) -> None:
         elif output.get("output_type") == "execute_result":
             data = output.get("data", {})
             if "text/plain" in data:
-                data["text/plain"] = localise_stored(localise_report(data["text/plain"], "zh"))
+                data["text/plain"] = localise_explorer_repr(localise_stored(localise_report(data["text/plain"], "zh")))
             if "text/html" in data:
                 data["text/html"] = localise_atlas_html(localise_html(data["text/html"], "zh"), "zh")
-        elif output.get("output_type") == "display_data" and "text/html" in output.get("data", {}):
-            output["data"]["text/html"] = localise_atlas_html(output["data"]["text/html"], "zh")
+        elif output.get("output_type") == "display_data":
+            data = output.get("data", {})
+            if "text/html" in data:
+                data["text/html"] = localise_atlas_html(data["text/html"], "zh")
+            if "text/plain" in data:  # a widget's repr, shown where no widget front end is
+                data["text/plain"] = localise_explorer_repr(data["text/plain"])
         elif output.get("output_type") == "error" and output.get("ename") == "ExerciseNotSolved":
             english = output["evalue"]
             output["evalue"] = translate(english, "zh")

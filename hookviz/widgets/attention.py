@@ -24,7 +24,7 @@ from PIL import Image, ImageDraw
 from torch import Tensor, nn
 
 from hookviz.capture import HookGroup
-from hookviz.i18n import join_notes, tr
+from hookviz.i18n import CAPTION_SEPARATOR, join_notes, tr, tr_caption
 from hookviz.render import FONT_PX, colorize, figure_text, panel_font, png_bytes
 from hookviz.text import closest_hint
 from hookviz.widgets.common import (
@@ -339,20 +339,20 @@ class AttentionState:
     def caption(self, translated: bool = False) -> str:
         """One line: layer, head, sample and what the picture shows (and anything unusual about it).
 
-        In English, as notebooks print it; ``translated=True`` gives it in the current language (the widget's
-        caption, :func:`hookviz.i18n.tr`)."""
-        t = tr if translated else str
-        head = t("mean of heads") if self.head is None else t(f"head {self.head} (heads 0-{self.heads() - 1})")
+        In English, as notebooks print it; ``translated=True`` gives it in the current language, part by part
+        (:func:`hookviz.i18n.tr_caption`: the widget's caption and repr; the layer name stays as written)."""
+        head = "mean of heads" if self.head is None else f"head {self.head} (heads 0-{self.heads() - 1})"
         rows, cols = self.pattern().shape
-        parts = [self.layer, head, t(f"sample {self.sample}"), t(f"{rows} queries (rows) x {cols} keys (columns)")]
+        parts = [self.layer, head, f"sample {self.sample}", f"{rows} queries (rows) x {cols} keys (columns)"]
         check = self.checks.get(self.layer)
         if check is not None and check.note:
-            parts.append(t(check.note.removeprefix(self.layer + ": ")))
+            parts.append(check.note.removeprefix(self.layer + ": "))
         if self.label_source.startswith("positions ("):
-            parts.append(t(f"labels are {self.label_source}"))
+            parts.append(f"labels are {self.label_source}")
         if self.not_shown:
-            parts.append(t(f"not shown: {', '.join(self.not_shown)} (state.not_shown says why)"))
-        return " · ".join(parts)
+            parts.append(f"not shown: {', '.join(self.not_shown)} (state.not_shown says why)")
+        english = CAPTION_SEPARATOR.join(parts)
+        return tr_caption(english) if translated else english
 
     def png(self) -> bytes:
         """The chosen pattern as a labelled heat map (0 to 1, one colour scale for every head).
@@ -475,4 +475,4 @@ class AttentionExplorer(StaticFallback, widgets.VBox):
     def __repr__(self) -> str:
         if self.state is None:
             return "AttentionExplorer(closed)"
-        return f"AttentionExplorer({self.state.caption()})"
+        return f"AttentionExplorer({self.state.caption(translated=True)})"  # the learner's language
