@@ -1729,6 +1729,7 @@ MESSAGES.update({
     "key position": "键的位置",
     "query position": "查询的位置",
     "layer 1 · head 0 (batch mean)": "第 1 层 · 注意力头 0（批次平均）",
+    "layer 0 · head 2 (batch mean)": "第 0 层 · 注意力头 2（批次平均）",
     "patched position": "修补的位置",
     "fraction restored": "恢复的比例",
     "embedding": "嵌入",
@@ -1932,5 +1933,7 @@ STORED_OUTPUTS: dict[str, str] = {
     "no attention layer named {}; closest: {}": "没有名为 {0} 的注意力层；最接近的是：{1}",
     "no attention layer named {}": "没有名为 {} 的注意力层",
     "static view of {}": "静态视图：{}",
+    # the doctor's report when it is printed after a notebook's own words ("the doctor on this model: no findings")
+    "no findings": "没有发现问题",
 }
 MESSAGES.update(STORED_OUTPUTS)
