@@ -1933,6 +1933,14 @@ STORED_OUTPUTS: dict[str, str] = {
     "no attention layer named {}; closest: {}": "没有名为 {0} 的注意力层；最接近的是：{1}",
     "no attention layer named {}": "没有名为 {} 的注意力层",
     "static view of {}": "静态视图：{}",
+    # hookviz.widgets.common.check_int: a widget argument that must be a whole number
+    "{} must be a whole number (an int), not {}": "{0} 必须是整数（int），而不是 {1}",
+    "{} must be at least {}, not {}": "{0} 至少要是 {1}，而不是 {2}",
+    "the default is 512": "默认值是 512",
+    "the default is 40": "默认值是 40",
+    "1 turns samples into statistics every step": "设为 1 则每一步都把样本汇总成统计量",
+    "1 records every step": "设为 1 则每一步都记录",
+    "None shows the mean of the heads": "设为 None 则显示各头的平均",
     # the doctor's report when it is printed after a notebook's own words ("the doctor on this model: no findings")
     "no findings": "没有发现问题",
 }

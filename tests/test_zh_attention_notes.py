@@ -53,3 +53,32 @@ def test_every_pattern_note_is_chinese(chinese: None) -> None:
         assert shown != note, f"no Chinese for: {note}"
         left = english_left(re.sub(r"（\w+Error：.*）", "", shown))  # a quoted Python error stays as Python says it
         assert not left, f"English left in {shown!r}: {left}"
+
+
+def test_a_widget_arguments_number_refusal_is_chinese(chinese: None) -> None:
+    """check_int's refusals (a widget argument that must be a whole number) read in Chinese, fix included."""
+    from hookviz.widgets.common import check_int
+
+    for value, minimum, fix in (("x", None, "None shows the mean of the heads"), (1, 2, "the default is 512"),
+                                (1.5, None, "")):
+        with pytest.raises((TypeError, ValueError)) as info:
+            check_int(value, "head", minimum=minimum, fix=fix)
+        message = str(info.value)
+        assert "head" in message and not english_left(message.replace("head", "")), message
+
+
+def test_the_attention_explorers_repr_is_its_caption_in_chinese(chinese: None) -> None:
+    """An AttentionExplorer's repr (and its static view's text) is the caption in the learner's language."""
+    from hookviz.llama import load_tiny_llama, make_copy_batch
+    from hookviz.widgets import AttentionExplorer
+
+    prompts, _ = make_copy_batch(2)
+    explorer = AttentionExplorer(load_tiny_llama(), prompts)
+    try:
+        shown = repr(explorer)
+        inner = shown.removeprefix("AttentionExplorer(").removesuffix(")").replace(explorer.state.layer, "")
+        assert not english_left(inner), shown
+        i18n.set_language("en")
+        assert repr(explorer) == f"AttentionExplorer({explorer.state.caption()})"  # English as notebooks print it
+    finally:
+        explorer.close()

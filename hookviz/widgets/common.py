@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from hookviz.i18n import tr
+from hookviz.i18n import join_notes, tr
 
 __all__ = [
     "StaticFallback",
@@ -280,11 +280,14 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, fix: str = "
     """
     if isinstance(value, Tensor) and value.numel() == 1 and not value.is_floating_point():
         value = value.item()
+    def with_fix(message: str) -> str:  # in the learner's language, the fix after the language's separator
+        return join_notes([message, fix] if fix else [message])
+
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be a whole number (an int), not {value!r}{fix and '; ' + fix}")
+        raise TypeError(with_fix(f"{name} must be a whole number (an int), not {value!r}"))
     value = int(value)
     if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, not {value}{fix and '; ' + fix}")
+        raise ValueError(with_fix(f"{name} must be at least {minimum}, not {value}"))
     return value
 
 
