@@ -187,3 +187,31 @@ def test_pytorch_owned_tells_a_users_hook_from_pytorchs() -> None:
 
     assert not pytorch_owned(mine) and not pytorch_owned(functools.partial(mine, 1)) and not pytorch_owned(print)
     assert pytorch_owned(prune.Identity()) and pytorch_owned(functools.partial(torch.nn.init.zeros_))
+
+
+def test_hooks_transformers_leaves_on_a_model_are_named_kept_and_not_mistakes():
+    """transformers collects output_hidden_states with forward hooks it leaves on the layers: list_hooks names
+    them as its own, remove_all_hooks keeps them (with a warning naming the library), the doctor ignores them."""
+    import warnings
+
+    import hookviz
+    from hookviz.hooks_table import owning_library
+    from hookviz.llama import make_copy_batch, random_llama
+
+    model = random_llama(3)
+    prompts, _ = make_copy_batch(2)
+    assert len(hookviz.list_hooks(model)) == 0
+    with torch.no_grad():
+        model(prompts, output_hidden_states=True)
+    table = hookviz.list_hooks(model)
+    assert len(table) == 4 and all(row.flags == "transformers's own" for row in table)
+    mine = model.model.layers[0].register_forward_hook(lambda m, a, out: None)
+    assert owning_library(lambda: None) is None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        removed = hookviz.remove_all_hooks(model)
+    assert int(removed) == 1 and len(removed.kept) == 4 and "transformers attached" in str(caught[0].message)
+    assert mine.id not in model.model.layers[0]._forward_hooks
+    with torch.no_grad():
+        assert len(model(prompts, output_hidden_states=True).hidden_states) == 3  # transformers still works
+    assert len(hookviz.diagnose(model, prompts)) == 0
