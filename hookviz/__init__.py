@@ -5,7 +5,9 @@ hook kind; :mod:`hookviz.hooks_table` lists and removes what is attached to a mo
 :mod:`hookviz.summarize` and :mod:`hookviz.render` turn captured tensors into statistics and pictures;
 :mod:`hookviz.widgets` shows them live; :mod:`hookviz.data` and :mod:`hookviz.models` ship the course's
 digits and its small trained CNN; :func:`hookviz.check_setup` (module :mod:`hookviz.doctor`) checks
-the installation; :func:`hookviz.diagnose`, the hook doctor, checks the hooks on a model.
+the installation; :func:`hookviz.diagnose`, the hook doctor, checks the hooks on a model;
+:func:`hookviz.ask` (module :mod:`hookviz.search`, widget :class:`AskBox`) finds the sections of the course that
+answer a question typed in your own words.
 """
 
 from hookviz import catalogue, releases
@@ -26,12 +28,15 @@ from hookviz.hooks_table import HookTable, list_hooks, remove_all_hooks
 from hookviz.i18n import get_language, set_language, tr
 from hookviz.models import DigitsCNN, accuracy, load_pretrained_cnn, make_digits_step, train_digits_cnn
 from hookviz.releases import expect_error
+from hookviz.search import Answer, Answers, ask
 from hookviz.transformer import TinyTransformer, load_tiny_transformer, make_tiny_batch
 
 __version__ = "0.1.0"
 
 # The widgets import ipywidgets and matplotlib: load them on first use, so `import hookviz` stays light.
 _WIDGETS = (
+    "AskBox",
+    "AskState",
     "AttentionExplorer",
     "AttentionState",
     "ExplorerState",
@@ -55,6 +60,8 @@ def __getattr__(name: str):
 
 __all__ = [
     *_WIDGETS,
+    "Answer",
+    "Answers",
     "Capture",
     "DigitsCNN",
     "HookGroup",
@@ -62,6 +69,7 @@ __all__ = [
     "TinyTransformer",
     "LayerRecord",
     "accuracy",
+    "ask",
     "catalogue",
     "check_setup",
     "expect_error",

@@ -1555,6 +1555,7 @@ MESSAGES.update({
     "timing": "时机",
     "failure": "失败",
     "context": "上下文",
+    "variations": "变体",
     "{} of {} rows": "共 {1} 行，显示 {0} 行",
     "… {} more rows": "…… 另有 {} 行未显示",
     # what returning a replacement changed
@@ -1623,7 +1624,33 @@ MESSAGES.update({
     ),
     "torch.utils.checkpoint.checkpoint(module, x, use_reentrant=True)": (
         "用 torch.utils.checkpoint.checkpoint(module, x, use_reentrant=True) 调用模块"
+    ),    # the variations category
+    "the module is cast with .to(torch.float64) after the hook was registered (input float64)": (
+        "注册钩子之后，用 .to(torch.float64) 转换模块的类型（输入也是 float64）"
     ),
+    "the hook is on model.linear, then the child is replaced: model.linear = nn.Linear(3, 3)": (
+        "钩子挂在 model.linear 上，随后替换这个子模块：model.linear = nn.Linear(3, 3)"
+    ),
+    "one forward, then backward(retain_graph=True) twice": "一次前向传播，之后调用两次 backward(retain_graph=True)",
+    "backward(create_graph=True)": "调用 backward(create_graph=True)",
+    "the module is an nn.Embedding(10, 3) called with integer indices": "模块是 nn.Embedding(10, 3)，用整数索引调用",
+    "the module is an nn.GRUCell(3, 3) called 3 times in a loop: h = cell(x, h)": (
+        "模块是 nn.GRUCell(3, 3)，在循环中调用 3 次：h = cell(x, h)"
+    ),
+    "the module is an nn.LSTM(3, 3) on an unbatched sequence; it returns (y, (h, c))": (
+        "模块是 nn.LSTM(3, 3)，输入一个不带批次维度的序列；它返回 (y, (h, c))"
+    ),
+    "the hook is on an nn.Sequential(Linear, ReLU, Linear) container": (
+        "钩子挂在 nn.Sequential(Linear, ReLU, Linear) 容器上"
+    ),
+    "the hook is on an nn.ModuleList of two Linear layers that forward loops over": (
+        "钩子挂在一个包含两个 Linear 层的 nn.ModuleList 上，forward 用循环逐层调用它们"
+    ),
+    "the leaf w is used twice in the graph: y = w * v * w": "叶子张量 w 在计算图中被使用两次：y = w * v * w",
+    "the hooked leaf is a module's parameter, then module.load_state_dict(...) (copies in place) before the graph "
+    "is built": "挂着钩子的叶子张量是模块的参数，构建计算图之前调用 module.load_state_dict(...)（原地复制）",
+    "the hooked leaf is a module's parameter, then module.load_state_dict(..., assign=True) before the graph is "
+    "built": "挂着钩子的叶子张量是模块的参数，构建计算图之前调用 module.load_state_dict(..., assign=True)",
 })
 
 # --- the widgets (hookviz.widgets): options, captions, status lines, and the words drawn in their pictures and
@@ -1915,6 +1942,34 @@ MESSAGES.update({
     "gradient is captured for them": "输出 {} 是同一个张量（别名）：张量钩子看到的是它们梯度之和，所以不为它们逐个捕获梯度",
     "output {} is computed from output {}: a tensor hook on {} sees the gradient through both, so its own gradient is "
     "not captured": "输出 {0} 由输出 {1} 计算而来：{2} 上的张量钩子看到的是经过两者的梯度，所以不捕获它自己的梯度",
+})
+
+# --- the question box (hookviz.ask, hookviz.AskBox): its controls and status lines, and the labels of the answers'
+# sources; the answers' titles and summaries are the course's own text, in the edition searched --------------------
+MESSAGES.update({
+    "question": "问题",
+    "ask": "提问",
+    "e.g. why does my hook fire twice?": "例如：为什么我的钩子触发了两次？",
+    "Type a question in your own words, in English or Chinese, and press Enter.": (
+        "用自己的话输入一个问题（英文或中文），然后按回车键。"
+    ),
+    "The question is empty: type what you want to know first.": "问题是空的：请先输入你想知道什么。",
+    "1 answer to “{}”": "关于“{}”的 1 个回答",
+    "{} answers to “{}”": "关于“{1}”的 {0} 个回答",
+    "No section of the course matches “{}”. Try other words: the hook's name, the error message, what you expected to "
+    "happen.": "课程中没有与“{}”匹配的章节。换些词试试：钩子的名字、错误消息、你预期会发生什么。",
+    "question index": "问题索引",
+    "FAQ": "常见问题",
+    "clinic": "错误门诊",
+    "atlas": "钩子图鉴",
+    "section": "课程章节",
+    "hookviz.ask searches the course's notebooks, and there are none next to this hookviz ({}): it was installed "
+    "without the course repository. Clone the course and install it from there (pip install -e .), or pass root= the "
+    "repository's folder to hookviz.search.build_index.": (
+        "hookviz.ask 搜索的是课程的笔记本，而这个 hookviz（{}）旁边没有笔记本：它是在没有课程仓库的情况下安装的。"
+        "请克隆课程仓库并在其中安装（pip install -e .），或者把仓库的文件夹作为 root= 传给 hookviz.search.build_index。"
+    ),
+    "{} is not the course repository: it has no notebooks/questions.yml": "{} 不是课程仓库：其中没有 notebooks/questions.yml",
 })
 
 # --- hookviz's exceptions that a learner triggers from a widget's state or that a notebook prints

@@ -14,8 +14,12 @@ or in Chinese, ``"为什么钩子被调用了两次"``) and gets the few best se
 
 Ranking is Okapi BM25 from the ``rank-bm25`` package; this module only turns text into words. English is
 lower-cased and split into words (an identifier such as ``register_forward_hook`` counts whole and as its
-parts), with a light suffix rule so that ``hooks``/``hook`` and ``fires``/``firing`` meet; Chinese is split
-into single characters and pairs of neighbouring characters, so no dictionary is needed. The index is built
+parts), with a light suffix rule so that ``hooks``/``hook`` and ``fires``/``firing`` meet and a short list of
+the words learners use for the course's (``delete`` for ``remove``, ``layer`` for ``module``); Chinese is split
+into single characters and pairs of neighbouring characters (no dictionary needed), and the course's glossary
+terms also count as their English words, so ``删掉`` meets ``移除`` and ``remove()``. A section found by several
+kinds of document (its text, its heading, a question of the index it proves, atlas entries it teaches) ranks
+above one found by a single kind (:meth:`_Index.search`). The index is built
 once per process, on first use, from the files of the course repository (no network). It needs the
 notebooks, which live in the repository next to the ``hookviz`` package, not inside it: a ``hookviz``
 installed on its own raises :class:`CourseNotFoundError`, which says so.
@@ -46,6 +50,8 @@ __all__ = [
     "Document",
     "ask",
     "build_index",
+    "check_k",
+    "check_language",
     "course_root",
     "detect_language",
     "tokenize",
@@ -85,32 +91,75 @@ _STOP_WORDS = frozenset(
 _STOP_CHARS = frozenset("的了吗呢吧啊么是我你他她它在和与及就都也还又把被这那哪个一有很")
 
 
+#: Words a learner uses for what the course says another way (after :func:`_stem`): each maps to the course's word.
+_SYNONYMS = {
+    # a hook runs
+    "run": "fir", "ran": "fir", "call": "fir", "trigger": "fir", "execut": "fir", "invok": "fir",
+    # taking a hook off
+    "delet": "remov", "unregister": "remov", "eras": "remov", "clear": "remov",
+    # changing a value
+    "modify": "chang", "alter": "chang", "edit": "chang", "rewrit": "chang", "tweak": "chang",
+    # errors
+    "throw": "rais", "thrown": "rais", "crash": "fail", "break": "fail", "broken": "fail",
+    # the rest
+    "pickl": "sav", "serializ": "sav", "serialis": "sav", "gradient": "grad", "argument": "arg",
+    "layer": "modul", "param": "parameter",
+}
+#: Phrases a learner writes for one word of the course's.
+_PHRASES = {"get rid of": "remove", "take off": "remove", "two times": "twice", "2 times": "twice",
+            "deep copy": "deepcopy", "deep-copy": "deepcopy"}
+_PHRASE = re.compile(r"\b(" + "|".join(re.escape(p) for p in _PHRASES) + r")\b")
+#: Chinese words of the course (its glossary, i18n/zh/glossary.md) and the English word each stands for: a Chinese
+#: question then also meets the identifiers that Chinese sections keep in English (``remove()``, ``register_*``),
+#: and the Chinese words a learner uses for the course's ones (删掉 for 移除).
+_TERMS_ZH = {
+    "钩子": "hook", "前向": "forward", "反向": "backward", "梯度": "gradient", "张量": "tensor", "模块": "module",
+    "层": "layer", "句柄": "handle", "注册": "register", "输出": "output", "输入": "input", "参数": "argument",
+    "移除": "remove", "删掉": "remove", "删除": "remove", "去掉": "remove", "取下": "remove", "注销": "remove",
+    "卸载": "remove", "触发": "fire", "运行": "run", "调用": "call", "执行": "run", "修改": "change",
+    "改变": "change", "更改": "change", "替换": "replace", "复制": "copy", "拷贝": "copy", "副本": "copy",
+    "保存": "save", "错误": "error", "报错": "error", "出错": "error", "异常": "exception", "两次": "twice",
+    "冻结": "frozen", "注意力": "attention", "优化器": "optimizer", "叶子": "leaf", "激活": "activation",
+    "编译": "compile", "全局": "global", "返回": "return", "元组": "tuple", "原地": "inplace", "权重": "weight",
+    "深拷贝": "deepcopy", "深复制": "deepcopy",
+}
+_TERM_ZH = re.compile("|".join(sorted(_TERMS_ZH, key=len, reverse=True)))
+_DOUBLED = re.compile(r"([b-df-hj-np-tv-z])\1$")
+
+
 def _stem(word: str) -> str:
-    """A light English stemmer: plural, -ed and -ing endings, and a final e (``fires``, ``firing`` -> ``fir``)."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    for suffix, replacement in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "s" and word.endswith(("ss", "us", "is")):
+    """A light English stemmer, then :data:`_SYNONYMS`: plural, -ed and -ing endings and a final e go
+    (``fires``, ``firing`` -> ``fir``), a doubled last consonant is made single (``running`` -> ``run``)."""
+    if len(word) > 3 and word.isalpha():
+        for suffix, replacement in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                if suffix == "s" and word.endswith(("ss", "us", "is")):
+                    break
+                word = word[: -len(suffix)] + replacement
+                if suffix in ("ing", "ed") and _DOUBLED.search(word) and not word.endswith(("ll", "ss", "zz")):
+                    word = word[:-1]
                 break
-            word = word[: -len(suffix)] + replacement
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+        if word.endswith("e") and len(word) > 3:
+            word = word[:-1]
+    return _SYNONYMS.get(word, word)
 
 
 def tokenize(text: str) -> list[str]:
     """The words BM25 compares: English words (lower-cased, lightly stemmed, identifiers whole and in parts),
-    and for Chinese every character and every pair of neighbouring characters.
+    and for Chinese the English words of its glossary terms, then every character and every pair of neighbouring
+    characters.
 
     >>> tokenize("Hooks fire twice in register_forward_hook")
     ['hook', 'fir', 'twic', 'register_forward_hook', 'register', 'forward', 'hook']
     >>> tokenize("钩子触发两次")
-    ['钩', '钩子', '子', '子触', '触', '触发', '发', '发两', '两', '两次', '次']
+    ['hook', 'fir', 'twic', '钩', '钩子', '子', '子触', '触', '触发', '发', '发两', '两', '两次', '次']
     """
     words: list[str] = []
-    for match in _TOKEN.finditer(text.lower()):
+    text = _PHRASE.sub(lambda m: _PHRASES[m.group()], text.lower())
+    for match in _TOKEN.finditer(text):
         token = match.group()
         if _HAS_CJK.match(token):
+            words.extend(_stem(_TERMS_ZH[term]) for term in _TERM_ZH.findall(token))
             for i, char in enumerate(token):
                 if char not in _STOP_CHARS:
                     words.append(char)
@@ -118,9 +167,11 @@ def tokenize(text: str) -> list[str]:
                     words.append(token[i : i + 2])
             continue
         parts = [p for p in re.split(r"[_.]+", token) if p]
-        if len(parts) > 1:  # an identifier: whole, then its parts
-            words.append(token.strip("_."))
-        words.extend(_stem(p) for p in parts if p not in _STOP_WORDS and not p.isdigit())
+        stems = [_stem(p) for p in parts]
+        if len(parts) > 1:  # an identifier whole, parts stemmed (layer.forward meets module.forward); then the parts
+            words.append("_".join(stems))
+        kept = zip(parts, stems, strict=True)
+        words.extend(stem for part, stem in kept if part not in _STOP_WORDS and len(part) > 1 and not part.isdigit())
     return words
 
 
@@ -156,9 +207,10 @@ _SUMMARY_LENGTH = 180
 
 
 def _plain(markdown: str) -> str:
-    """Markdown as plain text: no tags, link targets, emphasis or code marks."""
+    """Markdown as plain text: no tags, link targets, emphasis or code marks (a ``*`` inside code stays)."""
     text = _TAG.sub("", _LINK.sub(r"\1", markdown))
-    return re.sub(r"\*\*|__|`", "", text).strip()
+    pieces = re.split(r"(`[^`\n]+`)", text)
+    return "".join(p[1:-1] if p.startswith("`") else re.sub(r"\*+", "", p) for p in pieces).strip()
 
 
 def _shorten(text: str, length: int = _SUMMARY_LENGTH) -> str:
@@ -171,7 +223,7 @@ def _first_sentence(markdown: str) -> str:
     for paragraph in re.split(r"\n\s*\n", _FENCE.sub("", markdown)):
         lines = [line for line in paragraph.strip().splitlines() if not _HEADING.match(line)]
         text = " ".join(line.strip() for line in lines)
-        text = re.sub(r"^(>\s*)?([-*+]|\d+\.)?\s*", "", text)
+        text = re.sub(r"^(>\s*)?(([-*+]|\d+\.)\s+)?", "", text)
         if not text or text.startswith("|") or not _plain(text):
             continue
         plain = _plain(text)
@@ -192,17 +244,20 @@ class _Section:
     parts: list[str]
 
 
-def notebook_documents(path: Path, root: Path, language: str) -> list[Document]:
+def notebook_documents(
+    path: Path, root: Path, language: str, asked: dict[str, list[str]] | None = None
+) -> list[Document]:
     """The sections of one notebook: its introduction (the text before the first anchor, linked without an
     anchor) and every ``<a id>`` anchor's markdown up to the next anchor, titled by its first heading (or, for
-    an anchor without one, by the heading it stands under)."""
+    an anchor without one, by the heading it stands under). ``asked`` maps a link to the questions of the index
+    that it answers: they join the section's text, so that the words learners use find it too."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
     link = path.relative_to(root).as_posix()
     source = next((s for prefix, s in _SOURCE_OF_NOTEBOOK.items() if path.name.startswith(prefix)), "section")
     sections = [_Section("", "", False, [])]
     heading = ""
     for cell in notebook.get("cells", []):
-        if cell.get("cell_type") != "markdown":
+        if cell.get("cell_type") != "markdown":  # code says little in a learner's words; its identifiers misled
             continue
         pieces = _ANCHOR.split(_source_text(cell))  # [before, anchor, after, anchor, after, ...]
         for i, piece in enumerate(pieces):
@@ -224,7 +279,10 @@ def notebook_documents(path: Path, root: Path, language: str) -> list[Document]:
         name = section.heading or title
         target = f"{link}#{section.anchor}" if section.anchor else link
         summary = _first_sentence(body) or name
-        documents.append(Document(source, language, name, summary, target, f"{name}\n{_plain(body)}"))
+        text = "\n".join([name, _plain(body), *(asked or {}).get(target, [])])
+        documents.append(Document(source, language, name, summary, target, text))
+        if section.own_heading:  # the heading alone: a question that is a section's title finds it
+            documents.append(Document(source, language, name, summary, target, name))
     return documents
 
 
@@ -257,8 +315,10 @@ def _registration(kind: str) -> str:
 
 
 def atlas_documents(language: str) -> list[Document]:
-    """One document per entry of the hook atlas (as notebook 16's table merges the stored releases): the kind,
-    the situation's question and what was measured, linked to the section that teaches it or to the table."""
+    """The hook atlas (as notebook 16's table merges the stored releases). An entry that a section teaches is one
+    document (the kind, the situation's question, what was measured), linked to that section; the entries no
+    section teaches are one document per situation, listing its kinds, linked to the atlas table: hundreds of
+    near-identical entries would otherwise make the situations' words ("twice", "removed") look common."""
     from hookviz import atlas
 
     stored = {version: atlas.load_snapshot(version) for version in atlas.stored_versions()}
@@ -266,16 +326,28 @@ def atlas_documents(language: str) -> list[Document]:
     folder = "notebooks" if language == "en" else f"notebooks/{language}"
     fields = ("fires", "calls", "returns", "error")
     documents = []
+    untaught: dict[str, list[atlas.Entry]] = {}
     for entry, versions in table.rows:
+        if not table.link(entry):
+            untaught.setdefault(entry.situation, []).append(entry)
+            continue
         cells = dict(zip(atlas.COLUMNS, table.shown_cells(entry, versions, language), strict=True))
         question = translate(entry.question, language)
         method = _registration(entry.kind)
         summary = "; ".join(f"{translate(f, language)}: {cells[f]}" for f in fields if cells[f] != atlas.NOT_APPLICABLE)
         summary += f"; torch {cells['measured on']}"
-        target = f"{folder}/{table.link(entry) or _ATLAS_TABLE}"
         category = translate(entry.category, language)
         words = f"{method} {entry.kind} hook {entry.situation} {question} {category} {entry.error}"
-        documents.append(Document("atlas", language, f"{method} · {question}", summary, target, words))
+        documents.append(Document("atlas", language, f"{method} · {question}", summary,
+                                  f"{folder}/{table.link(entry)}", words))
+    for situation, entries in untaught.items():
+        question = translate(entries[0].question, language)
+        methods = [_registration(e.kind) for e in entries]
+        summary = _shorten(", ".join(methods), 120) + f" ({len(methods)})"
+        category = translate(entries[0].category, language)
+        errors = " ".join(sorted({e.error for e in entries if e.error}))
+        words = f"{question} {situation} {category} hook {' '.join(methods)} {errors}"
+        documents.append(Document("atlas", language, question, summary, f"{folder}/{_ATLAS_TABLE}", words))
     return documents
 
 
@@ -293,53 +365,125 @@ def course_root() -> Path:
     return root
 
 
+#: How much the other kinds of evidence for a section add to its best one (see :meth:`_Index.search`); chosen on
+#: reworded questions of the index (tests/test_ask.py) and on others kept apart from them.
+_AGREEMENT = 0.3
+
+
 class _Index:
-    """The documents of one language and their BM25 ranker."""
+    """The documents of one language and their BM25 ranker (``rank_bm25.BM25Okapi``, its default k1 and b)."""
 
     def __init__(self, documents: list[Document]) -> None:
-        from rank_bm25 import BM25Okapi
+        from rank_bm25 import BM25Okapi  # not with `import hookviz`: numpy only, but loaded when first asked
 
+        if not documents:
+            raise CourseNotFoundError("the course has nothing to search: no notebooks, no question index")
         self.documents = documents
         self.bm25 = BM25Okapi([tokenize(d.text) for d in documents])
 
     def search(self, words: list[str], k: int) -> list[tuple[Document, float]]:
-        """The ``k`` best documents for ``words``, one per link (the best-scoring one), score above zero."""
+        """The ``k`` best sections for ``words``, each with the document that matched best and its score.
+
+        A section (a link) can be matched by several documents: its own text (and its heading alone, one more
+        document of the same kind), a question of the index that it proves, atlas entries that it teaches. Its
+        score is the best document's score plus :data:`_AGREEMENT` times the best score of each *other* kind
+        (source) of document: sections that the index, the atlas and their own words agree on come first, while
+        many atlas entries sharing one link count once. Only scores above zero count.
+        """
         import numpy as np
 
         if not words:
             return []
         scores = self.bm25.get_scores(list(dict.fromkeys(words)))
-        found: dict[str, tuple[Document, float]] = {}
+        by_link: dict[str, dict[str, tuple[Document, float]]] = {}
         for i in np.argsort(-scores, kind="stable"):
-            if scores[i] <= 0 or len(found) == k:
+            if scores[i] <= 0:
                 break
             document = self.documents[i]
-            found.setdefault(document.link, (document, float(scores[i])))
-        return list(found.values())
+            by_link.setdefault(document.link, {}).setdefault(document.source, (document, float(scores[i])))
+        ranked = []
+        for order, best in enumerate(by_link.values()):  # dicts keep the order of the best document's score
+            (document, top), *others = sorted(best.values(), key=lambda item: -item[1])
+            ranked.append((top + _AGREEMENT * sum(score for _, score in others), order, document))
+        ranked.sort(key=lambda item: (-item[0], item[1]))
+        return [(document, score) for score, _, document in ranked[:k]]
 
 
 _BUILT: dict[Path, dict[str, _Index]] = {}
 _LOCK = threading.Lock()
 
 
+def course_documents(root: Path) -> dict[str, list[Document]]:
+    """The documents the course's files give, by language (the atlas's come from the package itself)."""
+    notebooks = root / "notebooks"
+    if not (notebooks / "questions.yml").is_file():
+        raise CourseNotFoundError(f"{root} is not the course repository: it has no notebooks/questions.yml")
+    english = question_documents(notebooks / "questions.yml")
+    asked: dict[str, list[str]] = {}
+    for question in english:
+        asked.setdefault(question.link, []).append(question.title)
+    for path in sorted(notebooks.glob("[0-9][0-9]_*.ipynb")):
+        english += notebook_documents(path, root, "en", asked)
+    chinese = []
+    for path in sorted((notebooks / "zh").glob("[0-9][0-9]_*.ipynb")):
+        chinese += notebook_documents(path, root, "zh")
+    return {"en": english, "zh": chinese}
+
+
+#: The course's documents, shipped inside the package (``scripts/make_zh.py`` rewrites it from the notebooks; a
+#: test fails when it is stale), so that ``hookviz.ask`` works where hookviz is installed without the course's
+#: notebooks, as on Google Colab.
+PACKAGED_DOCUMENTS = Path(__file__).resolve().parent / "assets" / "course_index.json.gz"
+
+
+def packaged_documents_text(root: Path) -> bytes:
+    """What :data:`PACKAGED_DOCUMENTS` holds for the course at ``root`` (gzip with a fixed time: the same bytes on
+    every machine)."""
+    import dataclasses
+    import gzip
+
+    payload = {language: [dataclasses.asdict(d) for d in documents]
+               for language, documents in course_documents(root).items()}
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return gzip.compress(text, compresslevel=9, mtime=0)
+
+
+def write_packaged_documents(root: Path) -> Path:
+    """Rewrite :data:`PACKAGED_DOCUMENTS` from the course at ``root``; returns its path."""
+    PACKAGED_DOCUMENTS.write_bytes(packaged_documents_text(root))
+    return PACKAGED_DOCUMENTS
+
+
+def _packaged_documents() -> dict[str, list[Document]]:
+    import gzip
+
+    payload = json.loads(gzip.decompress(PACKAGED_DOCUMENTS.read_bytes()).decode("utf-8"))
+    return {language: [Document(**fields) for fields in documents] for language, documents in payload.items()}
+
+
+_BUILT: dict[Path | None, dict[str, _Index]] = {}
+_LOCK = threading.Lock()
+
+
 def build_index(root: Path | str | None = None) -> dict[str, _Index]:
-    """The search index of each language (``{"en": ..., "zh": ...}``), built from the course at ``root``
-    (default: :func:`course_root`) on first use and kept for the rest of the process. Reads files only."""
-    root = course_root() if root is None else Path(root).resolve()
+    """The search index of each language (``{"en": ..., "zh": ...}``), built on first use and kept for the rest of
+    the process. From the course at ``root`` (default: :func:`course_root`); where hookviz runs without the
+    course's files (Colab), from the copy shipped in the package. Reads files only."""
+    if root is None:
+        try:
+            root = course_root()
+        except CourseNotFoundError:
+            if not PACKAGED_DOCUMENTS.is_file():
+                raise
+            root = None
+    else:
+        root = Path(root).resolve()
     with _LOCK:
         if root not in _BUILT:
-            notebooks = root / "notebooks"
-            if not (notebooks / "questions.yml").is_file():
-                raise CourseNotFoundError(f"{root} is not the course repository: it has no notebooks/questions.yml")
-            english = question_documents(notebooks / "questions.yml")
-            for path in sorted(notebooks.glob("[0-9][0-9]_*.ipynb")):
-                english += notebook_documents(path, root, "en")
-            chinese = []
-            for path in sorted((notebooks / "zh").glob("[0-9][0-9]_*.ipynb")):
-                chinese += notebook_documents(path, root, "zh")
+            documents = _packaged_documents() if root is None else course_documents(root)
             _BUILT[root] = {
-                "en": _Index(english + atlas_documents("en")),
-                "zh": _Index(chinese + atlas_documents("zh")),
+                "en": _Index(documents["en"] + atlas_documents("en")),
+                "zh": _Index(documents["zh"] + atlas_documents("zh")),
             }
         return _BUILT[root]
 
@@ -420,13 +564,13 @@ class Answers(Sequence[Answer]):
         return [a.link for a in self._answers]
 
     def heading(self, language: str | None = None) -> str:
-        """``3 answers to '...'`` (or that no section matched), in ``language`` (default: the answers')."""
+        """``3 answers to “...”`` (or that no section matched), in ``language`` (default: the answers')."""
         language = language or self.language
         if not self._answers:
-            return translate(f"No section of the course matches {self.question!r}. Try other words: the hook's "
+            return translate(f"No section of the course matches “{self.question}”. Try other words: the hook's "
                              "name, the error message, what you expected to happen.", language)
         count = len(self._answers)
-        return translate(f"{count} answer{'s' if count != 1 else ''} to {self.question!r}", language)
+        return translate(f"{count} answer{'s' if count != 1 else ''} to “{self.question}”", language)
 
     def source_label(self, answer: Answer, language: str | None = None) -> str:
         """``answer.source`` as the learner reads it in ``language`` (default: the answers')."""
@@ -441,9 +585,10 @@ class Answers(Sequence[Answer]):
             lines.append(f"   {answer.summary}")
         return "\n".join(lines)
 
-    def to_html(self, language: str | None = None) -> str:
-        """The answers as an HTML list of links relative to the notebook folder, with source and summary."""
-        head = f"<div style='margin:2px 0'>{html.escape(self.heading(language))}</div>"
+    def to_html(self, language: str | None = None, heading: bool = True) -> str:
+        """The answers as an HTML list of links relative to the notebook folder, with source and summary (after
+        :meth:`heading`, unless ``heading=False``); the labels in ``language`` (default: the answers')."""
+        head = f"<div style='margin:2px 0'>{html.escape(self.heading(language))}</div>" if heading else ""
         items = []
         for answer in self._answers:
             href, label = html.escape(answer.href, quote=True), html.escape(self.source_label(answer, language))
@@ -466,7 +611,8 @@ class Answers(Sequence[Answer]):
 
 
 # ---------------------------------------------------------------------------------------------- ask
-def _check_language(language: Any) -> str | None:
+def check_language(language: Any) -> str | None:
+    """``language`` as :func:`ask` takes it: ``"en"``, ``"zh"`` (``"zh-CN"`` and the like too) or ``None``."""
     if language is None:
         return None
     if not isinstance(language, str):
@@ -478,6 +624,15 @@ def _check_language(language: Any) -> str | None:
             f"{', '.join(repr(x) for x in LANGUAGES)}, or None to find it from the question"
         )
     return code
+
+
+def check_k(k: Any) -> int:
+    """``k`` as :func:`ask` takes it: a whole number, at least 1."""
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"k must be a whole number (how many sections to show), not {k!r}; e.g. k=3")
+    if k < 1:
+        raise ValueError(f"k must be at least 1 (how many sections to show), not {k}; e.g. k=3")
+    return k
 
 
 def ask(question: str, k: int = 3, language: str | None = None, *, root: Path | str | None = None) -> Answers:
@@ -503,11 +658,8 @@ def ask(question: str, k: int = 3, language: str | None = None, *, root: Path | 
             "question is empty: type what you want to know, in English or Chinese, e.g. "
             "hookviz.ask('why does my hook fire twice?')"
         )
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be a whole number (how many sections to show), not {k!r}; e.g. k=3")
-    if k < 1:
-        raise ValueError(f"k must be at least 1 (how many sections to show), not {k}; e.g. k=3")
-    chosen = _check_language(language) or detect_language(question)
+    k = check_k(k)
+    chosen = check_language(language) or detect_language(question)
     index = build_index(root)[chosen]
     found = index.search(tokenize(question), k)
     answers = [Answer(d.title, d.link, d.source, score, d.summary, d.language) for d, score in found]

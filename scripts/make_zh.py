@@ -549,6 +549,10 @@ def main(argv: list[str] | None = None) -> int:
         if stray not in expected:
             stray.unlink()
     print(f"wrote {len(result.files)} files to notebooks/zh/ and i18n/zh/en/")
+    # hookviz.ask's copy of the course's sections, in both languages, for where the notebooks are not around (Colab)
+    from hookviz.search import write_packaged_documents
+
+    write_packaged_documents(ROOT)
     if result.problems:
         missing = sum(p.kind == "missing" for p in result.problems)
         print(
