@@ -3,7 +3,7 @@
 Each hook kind gets a *rig* (:class:`Rig`): small objects of its own (a tiny module, a leaf tensor, an
 optimizer ...), a way to attach one hook of that kind, and a *trigger* (the forward pass, the backward
 pass, ``state_dict()``, ``optimizer.step()`` ...). A *situation* (:class:`Situation`) runs the trigger
-in one setting taken from six categories:
+in one setting taken from seven categories:
 
 - ``lifecycle``: what happens to the objects the hook is attached to (deep copy, ``eval()``, frozen
   parameters, loading a state dict);
@@ -13,7 +13,10 @@ in one setting taken from six categories:
 - ``timing``: when registration and removal take effect (a hook that removes itself, or another hook,
   or adds a hook, while the trigger runs);
 - ``failure``: an exception in the hook or in the hooked call;
-- ``context``: ``no_grad``, ``inference_mode``, autocast, checkpointing, ``torch.func``, ``torch.jit.trace``.
+- ``context``: ``no_grad``, ``inference_mode``, autocast, checkpointing, ``torch.func``, ``torch.jit.trace``;
+- ``variations``: the model or the graph varied: cast after registering, a hooked child replaced, backward
+  twice or with ``create_graph``, a leaf used twice, other module families (embedding, recurrent cell in a
+  loop, LSTM, ``nn.Sequential``).
 
 Every probe runs twice, once with a hook that only records its calls and once with a hook that
 returns a replacement, and yields an :class:`Entry`: whether the hook fired, how many times, what it
@@ -78,8 +81,8 @@ __all__ = [
     "write_snapshot",
 ]
 
-CATEGORIES = ("lifecycle", "shapes", "repetition", "timing", "failure", "context")
-"""The six situation categories, in the order the atlas lists them."""
+CATEGORIES = ("lifecycle", "shapes", "repetition", "timing", "failure", "context", "variations")
+"""The seven situation categories, in the order the atlas lists them."""
 
 SNAPSHOT_DIR = Path(__file__).resolve().parent / "assets" / "atlas"
 """Where the stored atlases live, one JSON file per torch version (``atlas-torch-2.13.0.json``)."""
@@ -282,7 +285,42 @@ MODULE_VARIANTS: tuple[tuple[str, str, str], ...] = (
     ("context", "func_grad", "torch.func.grad over functional_call (gradient w.r.t. x)"),
     ("context", "jit_trace", "calling torch.jit.trace(module, x) (hooks counted after tracing)"),
     ("context", "autograd_grad_params", "torch.autograd.grad(loss, params) (no .backward(), no input grad)"),
+    ("variations", "cast_float64", "the module is cast with .to(torch.float64) after the hook was registered "
+     "(input float64)"),
+    ("variations", "child_replaced", "the hook is on model.linear, then the child is replaced: "
+     "model.linear = nn.Linear(3, 3)"),
+    ("variations", "backward_twice", "one forward, then backward(retain_graph=True) twice"),
+    ("variations", "create_graph", "backward(create_graph=True)"),
+    ("variations", "embedding", "the module is an nn.Embedding(10, 3) called with integer indices"),
+    ("variations", "gru_cell_loop", "the module is an nn.GRUCell(3, 3) called 3 times in a loop: h = cell(x, h)"),
+    ("variations", "lstm", "the module is an nn.LSTM(3, 3) on an unbatched sequence; it returns (y, (h, c))"),
+    ("variations", "sequential", "the hook is on an nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 3)) "
+     "container"),
+    ("variations", "module_list", "the hook is on an nn.ModuleList of two Linear layers that forward loops over"),
 )
+
+
+class _Stack(nn.Module):
+    """Two ``Linear(3, 3)`` layers in an ``nn.ModuleList`` (``layers``) that forward loops over."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3, 3), nn.Linear(3, 3)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+#: The module families the ``variations`` category swaps in for the one-layer module (built with seed 0).
+_FAMILIES: dict[str, Callable[[], nn.Module]] = {
+    "embedding": lambda: nn.Embedding(10, 3),
+    "gru_cell_loop": lambda: nn.GRUCell(3, 3),
+    "lstm": lambda: nn.LSTM(3, 3),
+    "sequential": lambda: nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 3)),
+    "module_list": _Stack,
+}
 
 
 @dataclass
@@ -296,26 +334,31 @@ class _ModuleRig(Rig):
         generator = torch.Generator().manual_seed(0)
         with torch.random.fork_rng():
             torch.manual_seed(0)
-            model = _Toy()
+            model = _FAMILIES[variant]() if variant in _FAMILIES else _Toy()
         # Under checkpointing the input requires grad, as it does for every checkpointed block after the
         # first layer: reentrant checkpointing of an input without grad cuts the block out of the graph
         # (backward raises), which real checkpointed code never meets.
         x = torch.randn(2, 3, generator=generator, requires_grad=self.backward or variant.startswith("checkpoint"))
         shapes = {"tuple_output": "tuple", "dict_output": "dict", "none_output": "none", "forward_raises": "raises"}
-        model.shape = shapes.get(variant, "tensor")
+        if isinstance(model, _Toy):
+            model.shape = shapes.get(variant, "tensor")
         if variant == "eval":
             model.eval()
         if variant in ("frozen", "frozen_no_input_grad"):
             model.requires_grad_(False)
         if variant in ("frozen_no_input_grad", "autograd_grad_params"):
             x = x.detach()
+        if variant == "embedding":
+            x = torch.tensor([[0, 2, 4], [1, 1, 3]])  # indices: doubled by a replacing pre-hook, still < 10
         return {"model": model, "x": x, "variant": variant, "recorders": []}
 
     def attach(self, world: dict[str, Any], hook: Callable[..., Any]) -> Callable[[], None]:
         world["recorders"].append(hook)
         if self.kind.startswith("global_backward"):
             world.setdefault("global_flag", getattr(nn.modules.module, _FLAG, None))
-        return _MODULE_REGISTER[self.kind](world["model"], hook).remove
+        targets = {"child_replaced": "linear", "module_list": "layers"}
+        target = getattr(world["model"], targets.get(world["variant"], ""), world["model"])
+        return _MODULE_REGISTER[self.kind](target, hook).remove
 
     def deep_copy(self, world: dict[str, Any]) -> dict[str, Any]:
         return {**world, "model": copy.deepcopy(world["model"])}
@@ -351,6 +394,18 @@ class _ModuleRig(Rig):
                 for recorder in world["recorders"]:
                     recorder.muted = False
             return traced(x)
+        if variant == "cast_float64":
+            model.to(torch.float64)
+            x = world["x"] = x.detach().double().requires_grad_(x.requires_grad)
+        if variant == "child_replaced":
+            with torch.random.fork_rng():
+                torch.manual_seed(1)
+                model.linear = nn.Linear(3, 3)
+        if variant == "gru_cell_loop":
+            h = torch.zeros(2, 3)
+            for _ in range(3):
+                h = model(x, h)
+            return h
         if variant == "loaded":
             with torch.random.fork_rng():
                 torch.manual_seed(1)
@@ -377,13 +432,24 @@ class _ModuleRig(Rig):
         loss = sum(t.float().sum() for t in tensors)
         if variant == "autograd_grad_params":
             return torch.autograd.grad(loss, list(model.parameters()))
+        x = world["x"]  # cast_float64 replaced it
         x.grad = None
         for p in model.parameters():
             p.grad = None
-        loss.backward()
+        if variant == "backward_twice":
+            loss.backward(retain_graph=True)
+        loss.backward(create_graph=variant == "create_graph")
         if not self.backward:
             return out
-        return x.grad, model.linear.weight.grad
+        grads = x.grad, next(model.parameters()).grad  # _Toy's first parameter is linear.weight
+        if variant == "create_graph":
+            # A .grad made with create_graph=True holds a graph that refers back to its leaf (a reference cycle
+            # that would keep the module and its hooks alive): keep detached copies and clear the .grad fields.
+            grads = tuple(None if g is None else g.detach() for g in grads)
+            x.grad = None
+            for p in model.parameters():
+                p.grad = None
+        return grads
 
     def passthrough(self, args: tuple[Any, ...]) -> Any:
         return None
@@ -407,8 +473,13 @@ class _TensorRig(Rig):
     def build(self, variant: str = "plain") -> dict[str, Any]:
         w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
         v = torch.tensor([4.0, 5.0, 6.0], requires_grad=True)
-        y = w * v
-        return {"w": w, "v": v, "y": y, "loss": y.sum()}
+        y = w * v * w if variant == "leaf_used_twice" else w * v
+        world = {"w": w, "v": v, "y": y, "loss": y.sum(), "variant": variant}
+        if variant.startswith("reloaded"):  # w is a module's parameter, reloaded before the graph is built
+            world["holder"] = holder = nn.Module()
+            holder.w = nn.Parameter(w.detach().clone())
+            world["w"] = holder.w
+        return world
 
     def attach(self, world: dict[str, Any], hook: Callable[..., Any]) -> Callable[[], None]:
         w, v, y = world["w"], world["v"], world["y"]
@@ -429,6 +500,12 @@ class _TensorRig(Rig):
 
     def trigger(self, world: dict[str, Any]) -> Any:
         w, v = world["w"], world["v"]
+        if world.get("variant", "").startswith("reloaded"):
+            holder = world["holder"]
+            holder.load_state_dict({"w": torch.tensor([7.0, 8.0, 9.0])}, assign=world["variant"] == "reloaded_assign")
+            holder.w.grad = v.grad = None
+            (holder.w * v).sum().backward()
+            return holder.w.grad, v.grad
         w.grad = v.grad = None
         world["loss"].backward(retain_graph=True)
         return w.grad, v.grad
@@ -731,6 +808,14 @@ def _module(rig: Rig) -> bool:
     return rig.module_rig
 
 
+def _graph(rig: Rig) -> bool:
+    return isinstance(rig, _TensorRig)
+
+
+def _leaf(rig: Rig) -> bool:
+    return rig.kind in ("tensor", "post_accumulate_grad")
+
+
 GENERIC_SITUATIONS: tuple[Situation, ...] = (
     Situation("shapes", "plain", "the plain case: one trigger"),
     Situation("repetition", "triggered_twice", "the trigger runs twice"),
@@ -747,6 +832,14 @@ GENERIC_SITUATIONS: tuple[Situation, ...] = (
     Situation("lifecycle", "deepcopy", "the hooked object is copy.deepcopy'd and the copy is triggered",
               applies=_copyable),
     Situation("context", "no_grad", "the whole trigger runs under torch.no_grad()"),
+    Situation("variations", "leaf_used_twice", "the leaf w is used twice in the graph: y = w * v * w",
+              variant="leaf_used_twice", applies=_graph),
+    Situation("variations", "reloaded_in_place", "the hooked leaf is a module's parameter, then "
+              "module.load_state_dict(...) (copies in place) before the graph is built",
+              variant="reloaded_in_place", applies=_leaf),
+    Situation("variations", "reloaded_assign", "the hooked leaf is a module's parameter, then "
+              "module.load_state_dict(..., assign=True) before the graph is built",
+              variant="reloaded_assign", applies=_leaf),
 ) + tuple(
     Situation(category, name, question, variant=name, applies=_module)
     for category, name, question in MODULE_VARIANTS
@@ -1067,6 +1160,8 @@ TAUGHT: dict[tuple[str, str], str] = {
     ("global_optimizer_step_pre", "plain"): f"{_N07}#optimizer-global-hooks",
     ("global_optimizer_step_post", "plain"): f"{_N07}#optimizer-global-hooks",
     ("ddp_comm", "plain"): f"{_N09}#ddp-same-gradients",
+    ("forward", "lstm"): f"{_N02}#tuple-output",
+    ("forward", "module_list"): "11_mistakes_clinic#mistake-17",
 }
 for _kind in ("forward_pre", "forward", "backward_pre", "backward", "backward_legacy"):
     for _situation in ("no_grad", "eval", "inference_mode"):

@@ -1640,11 +1640,11 @@ MESSAGES.update({
     "the module is an nn.LSTM(3, 3) on an unbatched sequence; it returns (y, (h, c))": (
         "模块是 nn.LSTM(3, 3)，输入一个不带批次维度的序列；它返回 (y, (h, c))"
     ),
-    "the hook is on an nn.Sequential(Linear, ReLU, Linear) container": (
-        "钩子挂在 nn.Sequential(Linear, ReLU, Linear) 容器上"
+    "the hook is on an nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 3)) container": (
+        "钩子挂在 nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 3)) 容器上"
     ),
     "the hook is on an nn.ModuleList of two Linear layers that forward loops over": (
-        "钩子挂在一个包含两个 Linear 层的 nn.ModuleList 上，forward 用循环逐层调用它们"
+        "钩子挂在一个包含两个 nn.Linear 层的 nn.ModuleList 上，forward 用循环逐层调用它们"
     ),
     "the leaf w is used twice in the graph: y = w * v * w": "叶子张量 w 在计算图中被使用两次：y = w * v * w",
     "the hooked leaf is a module's parameter, then module.load_state_dict(...) (copies in place) before the graph "

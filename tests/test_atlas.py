@@ -29,9 +29,9 @@ def by_key(entries: list[atlas.Entry]) -> dict[tuple[str, str], atlas.Entry]:
 
 
 # ------------------------------------------------------------------------------------------- coverage
-def test_every_catalogue_kind_in_six_categories(entries):
+def test_every_catalogue_kind_in_seven_categories(entries):
     assert list(atlas.iter_kinds(entries)) == list(HOOK_KINDS)
-    assert {e.category for e in entries} == set(atlas.CATEGORIES) and len(atlas.CATEGORIES) == 6
+    assert {e.category for e in entries} == set(atlas.CATEGORIES) and len(atlas.CATEGORIES) == 7
     assert len({e.key for e in entries}) == len(entries), "(kind, situation) identifies an entry"
     for kind in HOOK_KINDS:
         assert len({e.category for e in entries if e.kind == kind}) >= 4, f"{kind} is probed in too few categories"
@@ -168,6 +168,108 @@ def test_snapshots_round_trip(tmp_path, entries):
     assert path.name == f"atlas-torch-{atlas.torch_version()}.json"
     assert atlas.load_snapshot(atlas.torch_version(), tmp_path) == entries[:5]
     assert len(json.loads(path.read_text())) == 5
+
+
+#: Key findings of the ``variations`` category: (fires, calls, receives, returns, error), the same in every stored
+#: torch release. ``None`` skips a field.
+VARIATIONS = {
+    # a cast keeps every hook, which then receives float64 tensors
+    ("forward", "cast_float64"): (True, 1, "(_Toy, (Tensor[2, 3] float64,), Tensor[2, 3] float64)",
+                                  "the module's output", ""),
+    ("backward", "cast_float64"): (True, 1, "(_Toy, (Tensor[2, 3] float64,), (Tensor[2, 3] float64,))", None, ""),
+    # a hook on a replaced child stays on the old child: it never fires; global hooks see the new child
+    ("forward_pre", "child_replaced"): (False, 0, "-", "-", ""),
+    ("forward", "child_replaced"): (False, 0, "-", "-", ""),
+    ("backward", "child_replaced"): (False, 0, "-", "-", ""),
+    ("global_forward", "child_replaced"): (True, 2, "(Linear, (Tensor[2, 3],), Tensor[2, 3])", None, ""),
+    # backward twice through one retained graph: backward hooks fire in both; create_graph changes nothing
+    ("backward", "backward_twice"): (True, 2, None, "the gradients (x.grad, weight.grad)", ""),
+    ("backward_pre", "backward_twice"): (True, 2, None, None, ""),
+    ("global_backward", "backward_twice"): (True, 4, None, None, ""),
+    ("forward", "backward_twice"): (True, 1, None, None, ""),
+    ("backward", "create_graph"): (True, 1, "(_Toy, (Tensor[2, 3],), (Tensor[2, 3],))",
+                                   "the gradients (x.grad, weight.grad)", ""),
+    # an embedding's integer input has no gradient: grad_input is (None,), a replacement changes nothing;
+    # the legacy hook receives the weight's gradient as its grad_input
+    ("forward", "embedding"): (True, 1, "(Embedding, (Tensor[2, 3] int64,), Tensor[2, 3, 3])", None, ""),
+    ("backward", "embedding"): (True, 1, "(Embedding, (None,), (Tensor[2, 3, 3],))", "nothing", ""),
+    ("backward_legacy", "embedding"): (True, 1, "(Embedding, (Tensor[10, 3],), (Tensor[2, 3, 3],))", None, ""),
+    # a recurrent cell called in a loop: every hook fires once per step
+    ("forward_pre", "gru_cell_loop"): (True, 3, "(GRUCell, (Tensor[2, 3], Tensor[2, 3]))", None, ""),
+    ("backward", "gru_cell_loop"): (True, 3, None, None, ""),
+    # LSTM's nested (h, c) is not a top-level tensor: its grad_output slot is None
+    ("backward", "lstm"): (True, 1, "(LSTM, (Tensor[2, 3],), (Tensor[2, 3], None))", None, ""),
+    ("forward", "lstm"): (True, 1, "(LSTM, (Tensor[2, 3],), (Tensor[2, 3], tuple))", None, ""),
+    # containers: a Sequential's hooks fire once per call; a ModuleList is never called, its hooks never fire
+    ("forward", "sequential"): (True, 1, None, None, ""),
+    ("backward", "sequential"): (True, 1, None, None, ""),
+    ("global_forward", "sequential"): (True, 4, None, None, ""),
+    ("forward", "module_list"): (False, 0, "-", "-", ""),
+    ("backward", "module_list"): (False, 0, "-", "-", ""),
+    ("global_forward", "module_list"): (True, 3, None, None, ""),
+    # a leaf used twice: its hooks fire once, on the summed gradient
+    ("tensor", "leaf_used_twice"): (True, 1, "(Tensor[3],)", "the leaves' .grad", ""),
+    ("post_accumulate_grad", "leaf_used_twice"): (True, 1, None, None, ""),
+    # load_state_dict copies into the hooked parameter (hook kept); assign=True swaps in a new one (hook lost)
+    ("tensor", "reloaded_in_place"): (True, 1, None, "the leaves' .grad", ""),
+    ("tensor", "reloaded_assign"): (False, 0, "-", "-", ""),
+    ("post_accumulate_grad", "reloaded_in_place"): (True, 1, "(Parameter[3],)", None, ""),
+    ("post_accumulate_grad", "reloaded_assign"): (False, 0, "-", "-", ""),
+}
+
+
+def _outcome_matches(entry: atlas.Entry, expected: tuple) -> bool:
+    measured = (entry.fires, entry.calls, entry.receives, entry.returns, entry.error)
+    return all(want is None or got == want for got, want in zip(measured, expected, strict=True))
+
+
+def test_the_variations_findings(entries):
+    found = by_key(entries)
+    for key, expected in VARIATIONS.items():
+        assert found[key].category == "variations"
+        assert _outcome_matches(found[key], expected), (key, found[key].outcome())
+
+
+@pytest.mark.parametrize("version", atlas.stored_versions())
+def test_every_stored_snapshot_has_the_variations_findings(version):
+    found = by_key(atlas.load_snapshot(version))
+    for key, expected in VARIATIONS.items():
+        assert _outcome_matches(found[key], expected), (version, key, found[key].outcome())
+
+
+def test_variations_findings_rerun_by_hand():
+    """The variations probes' findings, measured again without the atlas's rigs."""
+    # a hook on a replaced child stays on the old child object: it fires when that object is called
+    model = nn.Sequential(nn.Linear(3, 3))
+    calls = []
+    old = model[0]
+    old.register_forward_hook(lambda *args: calls.append("old"))
+    model[0] = nn.Linear(3, 3)
+    model(torch.ones(1, 3))
+    assert calls == []
+    old(torch.ones(1, 3))
+    assert calls == ["old"]
+    # a leaf used twice: one call, with the summed gradient (d(w*v*w)/dw = 2*w*v)
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = torch.tensor([4.0, 5.0, 6.0])
+    grads = []
+    w.register_hook(lambda g: grads.append(g.clone()))
+    (w * v * w).sum().backward()
+    assert len(grads) == 1 and torch.equal(grads[0], 2 * w.detach() * v)
+    # load_state_dict(assign=True) replaces the Parameter object, so its tensor hooks are gone
+    for assign, fires in ((False, 1), (True, 0)):
+        layer, fired = nn.Linear(3, 1), []
+        layer.weight.register_hook(lambda g, fired=fired: fired.append(1))
+        layer.load_state_dict(nn.Linear(3, 1).state_dict(), assign=assign)
+        layer(torch.ones(2, 3)).sum().backward()
+        assert len(fired) == fires
+    # backward twice through a retained graph runs a full backward hook twice
+    layer, fired = nn.Linear(3, 3), []
+    layer.register_full_backward_hook(lambda *args: fired.append(1))
+    loss = layer(torch.ones(2, 3, requires_grad=True)).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    assert len(fired) == 2
 
 
 def test_every_stored_snapshot_has_the_same_entries():

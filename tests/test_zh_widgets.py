@@ -82,7 +82,7 @@ def test_the_atlas_table_is_chinese() -> None:
     table = _table()
     page = table.to_html(limit=80)
     text = _page_text(page)
-    assert "共 507 行，显示 507 行" in text and "…… 另有 427 行未显示" in text
+    assert "共 606 行，显示 606 行" in text and "…… 另有 526 行未显示" in text
     assert "是否触发（fires）" in text and "最普通的情况：触发一次" in text and "生命周期" in text
     _assert_chinese(text, _identifiers(table))
     markdown = table.to_markdown()
