@@ -63,6 +63,8 @@ class HookRow:
     flags: str
     hook_id: int
     _stores: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    #: the known library that attached the hook (:func:`owning_library`: ``"transformers"``, ``"torch"`` ...), or None
+    library: str | None = field(default=None, compare=False)
 
     def remove(self) -> bool:
         """Detach this hook (like its handle's ``remove()``); False if it was already gone."""
@@ -110,16 +112,16 @@ def _rows(where: str, holder: Any, kind: HookKind, extras: tuple[str, ...] = ())
     store = holder if kind.storage_module is None else _storage_module(kind)
     dicts = [getattr(store, kind.storage_attr)] + [getattr(store, name) for name in extras if hasattr(store, name)]
     refs = tuple(weakref.ref(d) for d in dicts)
-    return [HookRow(where, kind.name, _describe(fn), _library_flag(fn, _flags(store, kind, i)), i, refs)
-            for i, fn in hooks.items()]
+    return [_row(where, kind, fn, _flags(store, kind, i), i, refs) for i, fn in hooks.items()]
 
 
-def _library_flag(fn: Any, flags: str) -> str:
-    """``flags`` plus, for a hook another library attached (not PyTorch), whose it is: "transformers's own"."""
+def _row(where: str, kind: HookKind, fn: Any, flags: str, hook_id: int, refs: tuple[Any, ...]) -> HookRow:
+    """One table row; a hook another library attached (not PyTorch) says whose it is in its flags as well:
+    "transformers's own"."""
     library = owning_library(fn)
-    if library is None or library == "torch":
-        return flags
-    return ", ".join(part for part in (flags, f"{library}'s own") if part)
+    if library is not None and library != "torch":
+        flags = ", ".join(part for part in (flags, f"{library}'s own") if part)
+    return HookRow(where, kind.name, _describe(fn), flags, hook_id, refs, library)
 
 
 def _storage_module(kind: HookKind) -> Any:
@@ -272,8 +274,7 @@ def _clear(
     for hook_id, fn in list(hooks.items()):
         if library_owned(fn):
             refs = tuple(weakref.ref(d) for d in [hooks, *extra_dicts])
-            flags = _library_flag(fn, _flags(holder, kind, hook_id))
-            kept.append(HookRow(where, kind.name, _describe(fn), flags, hook_id, refs))
+            kept.append(_row(where, kind, fn, _flags(holder, kind, hook_id), hook_id, refs))
             continue
         del hooks[hook_id]
         for extra in extra_dicts:
@@ -331,8 +332,8 @@ def remove_all_hooks(
     forget_model(model)  # hookviz's own bookkeeping: those handles are dead now
     if kept:
         names = ", ".join(f"{row.where} {row.kind} {row.hook}" for row in kept)
-        if all(row.flags.endswith("'s own") for row in kept):  # only other libraries' hooks (transformers ...)
-            libraries = sorted({row.flags.rsplit(", ", 1)[-1].removesuffix("'s own") for row in kept})
+        libraries = sorted({row.library for row in kept if row.library != "torch"})
+        if all(row.library != "torch" for row in kept):  # only other libraries' hooks (transformers ...)
             warnings.warn(
                 f"remove_all_hooks kept {len(kept)} hook(s) that {' and '.join(libraries)} attached for its own "
                 f"use ({names}): they are not yours, and that library needs them",

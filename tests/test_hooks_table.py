@@ -205,6 +205,7 @@ def test_hooks_transformers_leaves_on_a_model_are_named_kept_and_not_mistakes():
         model(prompts, output_hidden_states=True)
     table = hookviz.list_hooks(model)
     assert len(table) == 4 and all(row.flags == "transformers's own" for row in table)
+    assert all(row.library == "transformers" for row in table)
     mine = model.model.layers[0].register_forward_hook(lambda m, a, out: None)
     assert owning_library(lambda: None) is None
     with warnings.catch_warnings(record=True) as caught:
