@@ -11,8 +11,8 @@ answer is the same digits again. Copying digit ``j`` means looking exactly ``COP
 attention's job, so the trained model has heads whose pattern is a clean diagonal band.
 
 Two things differ between the ``transformers`` releases the course supports, and this module names them once:
-the keyword that carries the KV cache into each layer and the output field that returns it (``cache`` from
-5.2x, ``past_key_values`` in 5.15): :data:`CACHE_KEYWORD`, :func:`cache_of`.
+the keyword that carries the KV cache into each layer and the output field that returns it (``cache`` in 5.25,
+``past_key_values`` in 5.15): :data:`CACHE_KEYWORD`, :func:`cache_of`.
 """
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ def _cache_keyword() -> str:
     return "cache" if "cache" in parameters else "past_key_values"
 
 
-#: ``"cache"`` (transformers 5.2x) or ``"past_key_values"`` (5.15): the keyword that carries the KV cache into
+#: ``"cache"`` (transformers 5.25, the pin) or ``"past_key_values"`` (5.15, Colab's), read from the running release:
+#: the keyword that carries the KV cache into
 #: the model, each decoder layer and each attention module, and the name of the output field that returns it.
 CACHE_KEYWORD: str = _cache_keyword()
 
