@@ -40,6 +40,7 @@ import html
 import json
 import operator
 import re
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -146,6 +147,9 @@ class _Recorder:
         self.behaviour = behaviour
         self.muted = False
         self.before: Callable[[], None] | None = None  # run on the first call (timing situations)
+        self.thread = threading.get_ident()  # the thread that runs the probe (the caller)
+        self.runs_in = NOT_APPLICABLE  # where the first call ran: thread and grad mode
+        self.left = NOT_APPLICABLE  # failure situations: what the failed trigger left behind
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Recorder:
         # A plain function hook is shared by copy.deepcopy (functions are copied by reference); the
@@ -154,11 +158,50 @@ class _Recorder:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self.muted:
+            if not self.calls:
+                self.runs_in = _where_it_runs(self.thread)
             self.calls.append(summarize(args) + (f" + kwargs {summarize(kwargs)}" if kwargs else ""))
         if self.before is not None:
             before, self.before = self.before, None
             before()
         return self.behaviour(args)
+
+
+def _where_it_runs(caller: int) -> str:
+    """The thread a hook runs on (the probe's own, or another) and the grad mode it runs under."""
+    thread = "caller thread" if threading.get_ident() == caller else "other thread"
+    if torch.is_inference_mode_enabled():
+        mode = "inference mode"
+    else:
+        mode = "grad on" if torch.is_grad_enabled() else "grad off"
+    return f"{thread}, {mode}"
+
+
+def _leaves_and_buffers(world: dict[str, Any]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The leaf tensors that require grad (parameters included) and the buffers of ``world``'s objects."""
+    leaves: dict[int, torch.Tensor] = {}
+    buffers: dict[int, torch.Tensor] = {}
+    for value in world.values():
+        if isinstance(value, nn.Module):
+            leaves.update((id(p), p) for p in value.parameters() if p.requires_grad)
+            buffers.update((id(b), b) for b in value.buffers())
+        elif isinstance(value, torch.optim.Optimizer):
+            leaves.update((id(p), p) for group in value.param_groups for p in group["params"] if p.requires_grad)
+        elif isinstance(value, torch.Tensor) and value.is_leaf and value.requires_grad:
+            leaves[id(value)] = value
+    return list(leaves.values()), list(buffers.values())
+
+
+def _state_left(world: dict[str, Any], buffers_before: list[torch.Tensor]) -> str:
+    """What a failed trigger left on ``world``: how many leaves got a ``.grad``, how many buffers changed."""
+    leaves, buffers = _leaves_and_buffers(world)
+    parts = []
+    if leaves:
+        parts.append(f".grad set on {sum(leaf.grad is not None for leaf in leaves)} of {len(leaves)} leaves")
+    if buffers and len(buffers) == len(buffers_before):
+        changed = sum(not torch.equal(b, old) for b, old in zip(buffers, buffers_before, strict=True))
+        parts.append(f"{changed} of {len(buffers)} buffers changed")
+    return "; ".join(parts) or NOT_APPLICABLE
 
 
 # ---------------------------------------------------------------------------------------------- rigs
@@ -910,13 +953,16 @@ def _run_situation(rig: Rig, situation: Situation, study: _Recorder) -> tuple[An
         error, runs = type(exc).__name__, 0
     try:
         results = []
-        for _ in range(runs):
+        buffers_before = [b.clone() for b in _leaves_and_buffers(target_world)[1]]
+        for run in range(runs):
             try:
                 with torch.no_grad() if name == "no_grad" else contextlib.nullcontext():
                     results.append(_fingerprint(rig.trigger(target_world)))
             except Exception as exc:  # noqa: BLE001 - the atlas records what the trigger raised
                 error = error or type(exc).__name__
                 results.append(("raised", type(exc).__name__))
+            if run == 0 and situation.category == "failure":
+                study.left = _state_left(target_world, buffers_before)
         result = tuple(results)
     finally:
         for remove in reversed(removers):
@@ -934,7 +980,10 @@ class Entry:
     ``fires``: the hook ran at least once; ``calls``: how many times; ``receives``: what its first call
     received (types and shapes); ``returns``: what returning a replacement changed (``"nothing"``,
     ``"<what>"`` or ``"error: <Type>"``; ``"-"`` where the kind takes no return); ``error``: the type of
-    the exception the trigger raised with a recording hook (``""`` when none).
+    the exception the trigger raised with a recording hook (``""`` when none); ``runs_in``: where its first
+    call ran, the thread (the caller's or another) and the grad mode (``"caller thread, grad off"``);
+    ``left``: in the ``failure`` category, what the failed trigger left behind (how many leaves got a
+    ``.grad``, how many buffers changed; ``"-"`` elsewhere).
     """
 
     kind: str
@@ -947,15 +996,17 @@ class Entry:
     returns: str
     error: str
     torch: str
+    runs_in: str = NOT_APPLICABLE
+    left: str = NOT_APPLICABLE
 
     @property
     def key(self) -> tuple[str, str]:
         """(kind, situation): the entry's identity, the same in every torch version."""
         return self.kind, self.situation
 
-    def outcome(self) -> tuple[bool, int, str, str, str]:
+    def outcome(self) -> tuple[bool, int, str, str, str, str, str]:
         """What was measured (the fields a version diff compares)."""
-        return self.fires, self.calls, self.receives, self.returns, self.error
+        return self.fires, self.calls, self.receives, self.returns, self.error, self.runs_in, self.left
 
 
 def probe(kind: str, situation: Situation) -> Entry:
@@ -991,6 +1042,8 @@ def probe(kind: str, situation: Situation) -> Entry:
         returns=returns,
         error=error,
         torch=torch_version(),
+        runs_in=study.runs_in,
+        left=study.left,
     )
 
 
@@ -1325,8 +1378,8 @@ def merge_versions(atlases: dict[str, list[Entry]]) -> list[tuple[Entry, list[st
 
 
 # ---------------------------------------------------------------------------------------------- the table
-COLUMNS = ("kind", "category", "situation", "fires", "calls", "receives", "returns", "error", "measured on",
-           "taught in")
+COLUMNS = ("kind", "category", "situation", "fires", "calls", "receives", "runs in", "returns", "error", "left",
+           "measured on", "taught in")
 
 
 @dataclass
@@ -1375,8 +1428,8 @@ class AtlasTable:
     def cells(self, entry: Entry, versions: list[str]) -> list[str]:
         """One row's cells as text, in :data:`COLUMNS` order."""
         return [entry.kind, entry.category, entry.situation, "yes" if entry.fires else "no", str(entry.calls),
-                entry.receives, entry.returns, entry.error or NOT_APPLICABLE, version_span(versions),
-                self.link(entry)]
+                entry.receives, entry.runs_in, entry.returns, entry.error or NOT_APPLICABLE, entry.left,
+                version_span(versions), self.link(entry)]
 
     def shown_cells(self, entry: Entry, versions: list[str], language: str | None = None) -> list[str]:
         """:meth:`cells` as a learner reads them in ``language`` (default: the current one): yes/no, the
@@ -1470,7 +1523,7 @@ class AtlasTable:
 # translated header (a checker's hint says "read the fires column").
 _FIELD_COLUMNS = ("kind", "category", "situation", "fires", "calls", "receives", "returns", "error")
 #: The columns (by index in COLUMNS) whose cells are translated.
-_TRANSLATED_CELLS = (COLUMNS.index("category"), COLUMNS.index("fires"), COLUMNS.index("returns"))
+_TRANSLATED_CELLS = tuple(COLUMNS.index(c) for c in ("category", "fires", "runs in", "returns", "left"))
 
 
 def _header(column: str, language: str | None) -> str:

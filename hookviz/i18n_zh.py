@@ -1547,6 +1547,20 @@ MESSAGES.update({
     "returns": "返回替代值的效果",
     "measured on": "测得的版本",
     "taught in": "讲解位置",
+    "runs in": "运行于",
+    "left": "失败后留下的状态",
+    # where a hook's first call ran (the runs in column) and what a failed trigger left behind (the left column)
+    "caller thread, grad on": "调用方线程，梯度开启",
+    "caller thread, grad off": "调用方线程，梯度关闭",
+    "caller thread, inference mode": "调用方线程，推理模式",
+    "other thread, grad on": "另一个线程，梯度开启",
+    "other thread, grad off": "另一个线程，梯度关闭",
+    "other thread, inference mode": "另一个线程，推理模式",
+    ".grad set on {} of {} leaves": "{1} 个叶子张量中有 {0} 个已有 .grad",
+    "{} of {} buffers changed": "{1} 个缓冲区中有 {0} 个被改变",
+    ".grad set on {} of {} leaves; {} of {} buffers changed": (
+        "{1} 个叶子张量中有 {0} 个已有 .grad；{3} 个缓冲区中有 {2} 个被改变"
+    ),
     "yes": "是",
     "no": "否",
     "lifecycle": "生命周期",
@@ -1806,6 +1820,23 @@ MESSAGES.update({
         "在第一次编译调用之后给 net.b 加一个前向预钩子（Dynamo 追踪时 net.b 已有一个前向钩子）："
     ),
     "skipped silently, no recompile": "被悄悄跳过，不会重新编译",
+    "Does a full backward pre-hook alone, on a module whose inputs need no grad, give the full hook's warning?": (
+        "模块的输入都不需要梯度时，单独一个完整反向预钩子是否也会给出完整反向钩子的那条警告？"
+    ),
+    "yes: UserWarning 'Full backward hook is firing ...'": "是：UserWarning 'Full backward hook is firing ...'",
+    "no: only full hooks warn": "否：只有完整反向钩子会警告",
+    "a pre-hook with .item() on nn.TransformerEncoderLayer itself, graphs compiled:": (
+        "nn.TransformerEncoderLayer 本身挂一个调用 .item() 的预钩子时，编译出的图："
+    ),
+    "1: the hook's sum; the layer's forward runs uncompiled": "1 个：钩子里的求和；该层的 forward 不经编译运行",
+    "2: the hook's sum, then the whole forward": "2 个：钩子里的求和，然后是整个 forward",
+    "torch.export.export(model, args, strict=True), a forward pre-hook on the root module:": (
+        "以 strict=True 调用 torch.export.export，根模块上有一个前向预钩子："
+    ),
+    "BackendCompilerFailed: 'Tried to emit a second graph during export'": (
+        "报错 BackendCompilerFailed：'Tried to emit a second graph during export'"
+    ),
+    "exported, the hook's mul in the graph": "导出成功，钩子里的乘法在图中",
     "noticed: Dynamo compiles again and the pre-hook runs": "会被发现：Dynamo 重新编译，预钩子会运行",
     "the first line of the reason Dynamo records when it gives up (counters['unimplemented']):": (
         "Dynamo 放弃编译时记录的原因的第一行（counters['unimplemented']）："

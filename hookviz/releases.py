@@ -138,6 +138,13 @@ differ(
     ("2.8", "no: 'hook(module, grad_output) -> tuple[Tensor] or None'", False),
     ("2.10", "yes: '-> tuple[Tensor, ...], Tensor or None' (returning one still fails)", True),
 )
+differ(
+    "backward-pre-hook-only-warning",
+    "04_backward_hooks#q-pre-hook-warning",
+    "Does a full backward pre-hook alone, on a module whose inputs need no grad, give the full hook's warning?",
+    ("2.8", "yes: UserWarning 'Full backward hook is firing ...'", True),
+    ("2.14", "no: only full hooks warn", False),
+)
 
 # --- 09, 11, 15 (torch.compile, DDP) ---
 differ(
@@ -226,6 +233,20 @@ differ(
     "graphs compiled in 20 steps for the MLP with the @torch.compiler.disable deque hook:",
     ("2.8", "0: nothing of the model is compiled, it runs eagerly", 0),
     ("2.12", "1: the first layer's linear", 1),
+)
+differ(
+    "compile-pre-hook-break-transformer",
+    "15_compiled_and_sharded_training#q-compile-pre-hook-break",
+    "a pre-hook with .item() on nn.TransformerEncoderLayer itself, graphs compiled:",
+    ("2.8", "1: the hook's sum; the layer's forward runs uncompiled", [1]),
+    ("2.12", "2: the hook's sum, then the whole forward", [1, 14]),
+)
+differ(
+    "export-strict-root-pre-hook",
+    "15_compiled_and_sharded_training#q-export-pre-hook",
+    "torch.export.export(model, args, strict=True), a forward pre-hook on the root module:",
+    ("2.8", "BackendCompilerFailed: 'Tried to emit a second graph during export'", "BackendCompilerFailed"),
+    ("2.10", "exported, the hook's mul in the graph", "exported"),
 )
 differ(
     "fsdp2-gloo-gradient",

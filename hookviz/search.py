@@ -301,8 +301,10 @@ def question_documents(path: Path) -> list[Document]:
         question, answer = str(entry.get("question", "")), str(entry.get("answer", ""))
         topic = str(entry.get("topic", "")).replace("-", " ")
         summary = _shorten(_SENTENCE_END.split(answer, maxsplit=1)[0]) if answer else question
+        # the question and its answer's first sentence: the rest of a long answer (what was not run, the release
+        # it was checked on) would make the entry match questions about other things
         documents.append(Document("question index", "en", question, summary, target,
-                                  f"{question}\n{answer}\n{topic}"))
+                                  f"{question}\n{summary}\n{topic}"))
     return documents
 
 
@@ -324,7 +326,7 @@ def atlas_documents(language: str) -> list[Document]:
     stored = {version: atlas.load_snapshot(version) for version in atlas.stored_versions()}
     table = atlas.AtlasTable(atlas.merge_versions(stored), teaches=atlas.teaching_links())
     folder = "notebooks" if language == "en" else f"notebooks/{language}"
-    fields = ("fires", "calls", "returns", "error")
+    fields = ("fires", "calls", "runs in", "returns", "error", "left")
     documents = []
     untaught: dict[str, list[atlas.Entry]] = {}
     for entry, versions in table.rows:
@@ -368,6 +370,8 @@ def course_root() -> Path:
 #: How much the other kinds of evidence for a section add to its best one (see :meth:`_Index.search`); chosen on
 #: reworded questions of the index (tests/test_ask.py) and on others kept apart from them.
 _AGREEMENT = 0.3
+#: How much a match counts, by the source of the document, against a match with a section's own text (1).
+_SOURCE_WEIGHTS = {"question index": 1.5, "FAQ": 1.5, "clinic": 1.5}
 
 
 class _Index:
@@ -380,6 +384,7 @@ class _Index:
             raise CourseNotFoundError("the course has nothing to search: no notebooks, no question index")
         self.documents = documents
         self.bm25 = BM25Okapi([tokenize(d.text) for d in documents])
+        self.weights = [_SOURCE_WEIGHTS.get(d.source, 1.0) for d in documents]
 
     def search(self, words: list[str], k: int) -> list[tuple[Document, float]]:
         """The ``k`` best sections for ``words``, each with the document that matched best and its score.
@@ -388,13 +393,14 @@ class _Index:
         document of the same kind), a question of the index that it proves, atlas entries that it teaches. Its
         score is the best document's score plus :data:`_AGREEMENT` times the best score of each *other* kind
         (source) of document: sections that the index, the atlas and their own words agree on come first, while
-        many atlas entries sharing one link count once. Only scores above zero count.
+        many atlas entries sharing one link count once. A question of the index counts :data:`_QUESTION_WEIGHT`
+        times its BM25 score. Only scores above zero count.
         """
         import numpy as np
 
         if not words:
             return []
-        scores = self.bm25.get_scores(list(dict.fromkeys(words)))
+        scores = self.bm25.get_scores(list(dict.fromkeys(words))) * np.asarray(self.weights)
         by_link: dict[str, dict[str, tuple[Document, float]]] = {}
         for i in np.argsort(-scores, kind="stable"):
             if scores[i] <= 0:

@@ -113,6 +113,48 @@ def test_the_reworded_questions_are_real_entries_and_their_sections() -> None:
         assert question.lower() != entry["question"].lower(), f"{qid} is not reworded"
 
 
+#: Ten more questions of the index, reworded by hand before the ranking was last tuned and never used to tune it:
+#: questions whose proving cells came with the "Asked in public threads" sections.
+HELD_OUT = [
+    ("q027", "my forward hook on an inplace ReLU sees an input that is already rectified",
+     "notebooks/02_forward_hooks.ipynb#q-inplace-relu-input"),
+    ("q097", "inside a hook, how can I know which layer called it (its name)?",
+     "notebooks/02_forward_hooks.ipynb#q-layer-name"),
+    ("q113", "hook registered on a tensor also fires for its clone, how do I only hook one branch",
+     "notebooks/01_tensor_hooks.ipynb#q-clone-path"),
+    ("q035", "module with a hook method referencing self is never garbage collected",
+     "notebooks/05_lifetime_and_global_hooks.ipynb#q-self-cycle"),
+    ("q118", "context manager that adds activation hooks and cleans them up afterwards",
+     "notebooks/08_applications.ipynb#q-collect-context"),
+    ("q099", "with torch.compile only a few layers' forward hooks get captured",
+     "notebooks/15_compiled_and_sharded_training.ipynb#q-compile-late-hooks"),
+    ("q150", "my steering hook overwrites the attention output rather than adding the vector",
+     "notebooks/12_transformer_hooks.ipynb#q-steering-add-not-replace"),
+    ("q032", "deepcopy of my model fails after hooks stored activations: only leaf tensors support deepcopy",
+     "notebooks/13_hooks_in_training_loops.ipynb#q-deepcopy-saved-tensors"),
+    ("q081", "is zeroing gradients with a hook equivalent to freezing params with requires_grad=False",
+     "notebooks/08_applications.ipynb#q-mask-vs-freeze"),
+    ("q003", "forward pre-hook gets called again during backward with checkpointing",
+     "notebooks/04_backward_hooks.ipynb#q-checkpoint-rerun"),
+]
+
+
+def test_held_out_questions_are_reworded_index_questions() -> None:
+    import yaml
+
+    entries = {e["id"]: e for e in yaml.safe_load((REPO / "notebooks" / "questions.yml").read_text(encoding="utf-8"))}
+    assert not {qid for qid, _, _ in HELD_OUT} & {qid for qid, _, _ in REWORDED}
+    for qid, question, expected in HELD_OUT:
+        assert entries[qid]["proven_by"] == expected, qid
+        assert question.lower() != entries[qid]["question"].lower(), f"{qid} is not reworded"
+
+
+def test_held_out_questions_find_their_section_in_the_top_three() -> None:
+    missed = [f"{qid}: {question!r} -> {hookviz.ask(question).links} (expected {expected})"
+              for qid, question, expected in HELD_OUT if expected not in hookviz.ask(question).links]
+    assert len(missed) <= 1, "\n".join(missed)
+
+
 def test_reworded_questions_find_their_section_in_the_top_three() -> None:
     missed = []
     for qid, question, expected in REWORDED:
@@ -143,7 +185,7 @@ def test_every_source_answers_something() -> None:
         hookviz.ask("do hooks slow training down", k=1)[0].source,
         hookviz.ask("hook on nn.ModuleList never fires", k=1)[0].source,
         hookviz.ask("register_module_buffer_registration_hook the trigger runs twice", k=1)[0].source,
-        hookviz.ask("tensor hooks: when does remove() take effect", k=1)[0].source,
+        hookviz.ask("per-head outputs from a pre-hook on o_proj", k=1)[0].source,
     }
     assert seen == set(search.SOURCES), seen
 

@@ -561,3 +561,77 @@ def test_checkpointed_block_after_a_layer_with_parameters(kind, reentrant):
     doubled_calls, doubled_grad = run(double=True)
     assert plain_calls == doubled_calls == calls
     assert not torch.equal(plain_grad, doubled_grad), "the replacement (times 2, with its graph) changes the result"
+
+
+# ------------------------------------------------------------------------------ where hooks run, what failure leaves
+#: Where the first call of a hook ran (the runs_in column): on the CPU every hook runs on the thread that called the
+#: trigger; backward-side hooks run with grad mode off unless backward(create_graph=True); forward hooks under
+#: no_grad / inference_mode see that mode.
+RUNS_IN = {
+    ("forward", "plain"): "caller thread, grad on",
+    ("forward", "no_grad"): "caller thread, grad off",
+    ("forward", "inference_mode"): "caller thread, inference mode",
+    ("backward", "plain"): "caller thread, grad off",
+    ("backward", "create_graph"): "caller thread, grad on",
+    ("tensor", "plain"): "caller thread, grad off",
+    ("node", "plain"): "caller thread, grad off",
+    ("forward", "checkpoint"): "caller thread, grad on",
+    ("backward", "checkpoint"): "caller thread, grad off",
+    ("optimizer_step_pre", "plain"): "caller thread, grad on",
+}
+#: What a hook raising halfway through its trigger left behind (the left column): a full backward hook raising
+#: leaves the parameters' .grad set (the layer's own gradients were already accumulated) but the input's not; a
+#: forward hook raising stops before any backward; a post-accumulate-grad hook raising on the first leaf leaves that
+#: leaf's .grad set.
+LEFT = {
+    ("backward", "hook_raises"): ".grad set on 2 of 3 leaves",
+    ("forward", "hook_raises"): ".grad set on 0 of 2 leaves",
+    ("tensor", "hook_raises"): ".grad set on 0 of 2 leaves",
+    ("post_accumulate_grad", "hook_raises"): ".grad set on 1 of 2 leaves",
+    ("backward_legacy", "hook_raises"): ".grad set on 0 of 3 leaves",
+    ("forward", "plain"): atlas.NOT_APPLICABLE,
+}
+
+
+def test_where_hooks_run_and_what_failure_leaves(entries):
+    found = by_key(entries)
+    assert {key: found[key].runs_in for key in RUNS_IN} == RUNS_IN
+    assert {key: found[key].left for key in LEFT} == LEFT
+    # fired hooks say where they ran; the others have nothing to say; only failures record what was left
+    assert all((e.runs_in != atlas.NOT_APPLICABLE) == e.fires for e in entries if e.kind != "saved_tensors_disabled")
+    assert all(e.left == atlas.NOT_APPLICABLE for e in entries if e.category != "failure")
+
+
+@pytest.mark.parametrize("version", atlas.stored_versions())
+def test_every_stored_snapshot_says_where_hooks_run(version):
+    found = by_key(atlas.load_snapshot(version))
+    assert {key: found[key].runs_in for key in RUNS_IN} == RUNS_IN, version
+    assert {key: found[key].left for key in LEFT} == LEFT, version
+
+
+def test_where_hooks_run_rerun_by_hand():
+    """The runs_in and left findings, measured again without the atlas's rigs."""
+    import threading
+
+    seen = []
+    layer = nn.Linear(3, 3)
+    with layer.register_full_backward_hook(
+        lambda m, gi, go: seen.append((threading.get_ident(), torch.is_grad_enabled()))
+    ):
+        x = torch.randn(2, 3, requires_grad=True)
+        layer(x).sum().backward()
+        layer(x).sum().backward(create_graph=True)
+    layer.zero_grad(set_to_none=True)  # create_graph=True ties each .grad to its graph: break that cycle
+    x.grad = None
+    assert seen == [(threading.get_ident(), False), (threading.get_ident(), True)]
+
+    # a full backward hook that raises: the layer's parameters already hold their .grad, the input does not
+    layer = nn.Linear(3, 3)
+
+    def fail(m, gi, go):
+        raise ValueError("raised by the hook")
+
+    x = torch.randn(2, 3, requires_grad=True)
+    with layer.register_full_backward_hook(fail), pytest.raises(ValueError):
+        layer(x).sum().backward()
+    assert layer.weight.grad is not None and layer.bias.grad is not None and x.grad is None
