@@ -953,7 +953,8 @@ def _run_situation(rig: Rig, situation: Situation, study: _Recorder) -> tuple[An
         error, runs = type(exc).__name__, 0
     try:
         results = []
-        buffers_before = [b.clone() for b in _leaves_and_buffers(target_world)[1]]
+        failure = situation.category == "failure"  # only failures record what the trigger left behind
+        buffers_before = [b.clone() for b in _leaves_and_buffers(target_world)[1]] if failure else []
         for run in range(runs):
             try:
                 with torch.no_grad() if name == "no_grad" else contextlib.nullcontext():
@@ -961,7 +962,7 @@ def _run_situation(rig: Rig, situation: Situation, study: _Recorder) -> tuple[An
             except Exception as exc:  # noqa: BLE001 - the atlas records what the trigger raised
                 error = error or type(exc).__name__
                 results.append(("raised", type(exc).__name__))
-            if run == 0 and situation.category == "failure":
+            if run == 0 and failure:
                 study.left = _state_left(target_world, buffers_before)
         result = tuple(results)
     finally:

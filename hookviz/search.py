@@ -370,7 +370,9 @@ def course_root() -> Path:
 #: How much the other kinds of evidence for a section add to its best one (see :meth:`_Index.search`); chosen on
 #: reworded questions of the index (tests/test_ask.py) and on others kept apart from them.
 _AGREEMENT = 0.3
-#: How much a match counts, by the source of the document, against a match with a section's own text (1).
+#: How much a match counts, by the source of the document, against a match with a section's own text (1): the index's
+#: questions are real ones in learners' words, the FAQ and the clinic answer the most common ones; without the weight a
+#: section written for one narrow question outranks them on the common words ("twice", "copy", "remove").
 _SOURCE_WEIGHTS = {"question index": 1.5, "FAQ": 1.5, "clinic": 1.5}
 
 
@@ -378,13 +380,14 @@ class _Index:
     """The documents of one language and their BM25 ranker (``rank_bm25.BM25Okapi``, its default k1 and b)."""
 
     def __init__(self, documents: list[Document]) -> None:
+        import numpy as np
         from rank_bm25 import BM25Okapi  # not with `import hookviz`: numpy only, but loaded when first asked
 
         if not documents:
             raise CourseNotFoundError("the course has nothing to search: no notebooks, no question index")
         self.documents = documents
         self.bm25 = BM25Okapi([tokenize(d.text) for d in documents])
-        self.weights = [_SOURCE_WEIGHTS.get(d.source, 1.0) for d in documents]
+        self.weights = np.asarray([_SOURCE_WEIGHTS.get(d.source, 1.0) for d in documents])
 
     def search(self, words: list[str], k: int) -> list[tuple[Document, float]]:
         """The ``k`` best sections for ``words``, each with the document that matched best and its score.
@@ -393,14 +396,14 @@ class _Index:
         document of the same kind), a question of the index that it proves, atlas entries that it teaches. Its
         score is the best document's score plus :data:`_AGREEMENT` times the best score of each *other* kind
         (source) of document: sections that the index, the atlas and their own words agree on come first, while
-        many atlas entries sharing one link count once. A question of the index counts :data:`_QUESTION_WEIGHT`
-        times its BM25 score. Only scores above zero count.
+        many atlas entries sharing one link count once. Each document's BM25 score is first multiplied by its
+        source's weight (:data:`_SOURCE_WEIGHTS`). Only scores above zero count.
         """
         import numpy as np
 
         if not words:
             return []
-        scores = self.bm25.get_scores(list(dict.fromkeys(words))) * np.asarray(self.weights)
+        scores = self.bm25.get_scores(list(dict.fromkeys(words))) * self.weights
         by_link: dict[str, dict[str, tuple[Document, float]]] = {}
         for i in np.argsort(-scores, kind="stable"):
             if scores[i] <= 0:

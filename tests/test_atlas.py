@@ -593,10 +593,14 @@ LEFT = {
 }
 
 
-def test_where_hooks_run_and_what_failure_leaves(entries):
+def _where_and_left(entries: list[atlas.Entry]) -> tuple[dict, dict]:
+    """The runs_in of the RUNS_IN keys and the left of the LEFT keys, as measured in ``entries``."""
     found = by_key(entries)
-    assert {key: found[key].runs_in for key in RUNS_IN} == RUNS_IN
-    assert {key: found[key].left for key in LEFT} == LEFT
+    return {key: found[key].runs_in for key in RUNS_IN}, {key: found[key].left for key in LEFT}
+
+
+def test_where_hooks_run_and_what_failure_leaves(entries):
+    assert _where_and_left(entries) == (RUNS_IN, LEFT)
     # fired hooks say where they ran; the others have nothing to say; only failures record what was left
     assert all((e.runs_in != atlas.NOT_APPLICABLE) == e.fires for e in entries if e.kind != "saved_tensors_disabled")
     assert all(e.left == atlas.NOT_APPLICABLE for e in entries if e.category != "failure")
@@ -604,9 +608,7 @@ def test_where_hooks_run_and_what_failure_leaves(entries):
 
 @pytest.mark.parametrize("version", atlas.stored_versions())
 def test_every_stored_snapshot_says_where_hooks_run(version):
-    found = by_key(atlas.load_snapshot(version))
-    assert {key: found[key].runs_in for key in RUNS_IN} == RUNS_IN, version
-    assert {key: found[key].left for key in LEFT} == LEFT, version
+    assert _where_and_left(atlas.load_snapshot(version)) == (RUNS_IN, LEFT), version
 
 
 def test_where_hooks_run_rerun_by_hand():
