@@ -8,9 +8,27 @@ everywhere.
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Iterable, Sequence
 
-__all__ = ["closest_names", "closest_hint", "text_table"]
+__all__ = ["closest_names", "closest_hint", "display_width", "text_table"]
+
+
+def display_width(text: str) -> int:
+    """How many columns ``text`` takes in a terminal or a notebook's monospace output: a Chinese (wide or
+    full-width) character takes two, a combining mark none, every other character one.
+
+    >>> display_width("where"), display_width("位置"), display_width("（1）")
+    (5, 4, 5)
+    """
+    return sum(
+        0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+        for char in text
+    )
+
+
+def _pad(cell: str, width: int) -> str:
+    return cell + " " * (width - display_width(cell))
 
 
 def text_table(
@@ -18,7 +36,8 @@ def text_table(
 ) -> str:
     """Format ``rows`` under ``headers`` as a plain-text table with left-aligned columns.
 
-    Columns are separated by two spaces and trailing spaces are stripped. With ``rule=True`` a line
+    Columns are separated by two spaces and trailing spaces are stripped; widths are display widths
+    (:func:`display_width`), so Chinese cells line up too. With ``rule=True`` a line
     of dashes separates the header from the rows. Cells are turned into text with ``str()``. When
     there are no rows and ``empty`` is given, ``empty`` is returned instead of a header-only table.
 
@@ -36,8 +55,8 @@ def text_table(
         if len(row) != len(header):
             raise ValueError(f"a row has {len(row)} cells, the header has {len(header)}: {row!r}")
     table = [header, *body]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    widths = [max(display_width(row[i]) for row in table) for i in range(len(header))]
+    lines = ["  ".join(_pad(cell, w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
     if rule:
         lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

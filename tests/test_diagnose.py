@@ -141,7 +141,7 @@ def test_correct_hooks_give_no_findings(handles: list[Any]) -> None:
             handles.append(module.register_forward_hook(recorder(name)))
             handles.append(
                 module.weight.register_post_accumulate_grad_hook(
-                    lambda p, name=name: norms.__setitem__(name, p.grad.norm().item())
+                    lambda p, name=name: norms.__setitem__(name, p.grad.norm())
                 )
             )
     handles.append(model.classifier[1].register_full_backward_hook(lambda m, gi, go: None))

@@ -919,8 +919,9 @@ def test_a_clean_model_gives_no_finding_at_any_level(build: Callable[[], Planted
     finally:
         for handle in handles:
             handle.remove()
-    assert list(diagnosis) == [], f"{build.__name__}:\n{diagnosis}"
-    assert str(diagnosis) == "no findings"
+    # nothing to fix; at most a note that a hook turns tensors into Python values (free here, a wait on a GPU)
+    assert {f.kind for f in diagnosis} <= {"device-sync"}, f"{build.__name__}:\n{diagnosis}"
+    assert all(f.severity == "info" for f in diagnosis)
     assert not fired
 
 

@@ -282,6 +282,62 @@ def _noop3(module: nn.Module, grad_input: Any, grad_output: Any) -> None:
 TOKENS = hookviz.make_tiny_batch(2, seed=0)[0]
 SAVED: list[Any] = []
 
+
+def _data_edit(module: nn.Module, args: Any, output: torch.Tensor) -> None:
+    output.data.mul_(2)
+
+
+def _freeze_first(model: nn.Module) -> Callable[..., None]:
+    def freeze(module: nn.Module, args: Any, output: Any) -> None:
+        model[0].weight.requires_grad_(False)
+
+    return freeze
+
+
+def _fixed_batch(module: nn.Module, args: Any, output: torch.Tensor) -> torch.Tensor:
+    return output.view(3, -1) * 1.0  # the batch size written as a number
+
+
+def _item(module: nn.Module, args: Any, output: torch.Tensor) -> None:
+    SAVED.append(output.mean().item())
+
+
+def _view_hook(model: nn.Module) -> None:
+    view = model[0].weight[0]
+    view.register_hook(lambda g: None)
+    SAVED.append(view)
+
+
+class RegistersInForward(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.fc.weight.register_hook(lambda g: None)  # a new hook on every call
+        return self.fc(x)
+
+
+class Finite(nn.Module):
+    """Refuses activations that overflowed: three hooks that each scale by 1e20 break it, any two of them too, one
+    alone not (leaving out any single hook does not help)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.c(self.b(self.a(x)))
+        if not torch.isfinite(h).all():
+            raise ValueError("the activations overflowed")
+        return h
+
+
+def _clip_weights(module: nn.Module, args: Any) -> None:
+    module.weight.data.clamp_(-0.01, 0.01)  # a weight constraint written as a pre-hook
+
+
+
 POSITIVE: dict[str, Case] = {
     "late-binding": _late,
     "duplicate-hook": _simple(lambda m: [m[0].register_forward_hook(_noop) for _ in range(2)]),
@@ -326,6 +382,22 @@ POSITIVE: dict[str, Case] = {
     "stored-output-edited": _simple(
         lambda m: m.fc.register_forward_hook(lambda mod, a, o: SAVED.append(o.detach())), InplaceAfter
     ),
+    "hook-returns-input": _simple(lambda m: m[0].register_forward_hook(lambda mod, a, o: a[0])),
+    "output-replaced": _simple(lambda m: m[2].register_forward_hook(lambda mod, a, o: o.double())),
+    "bad-backward-return": _simple(lambda m: m[2].register_full_backward_hook(lambda mod, gi, go: gi[0])),
+    "pre-hook-return": _simple(lambda m: m[2].register_forward_pre_hook(lambda mod, a, kw: kw, with_kwargs=True)),
+    "return-breaks-run": _simple(lambda m: m[0].register_forward_hook(lambda mod, a, o: [o])),
+    "edit-through-data": _simple(lambda m: m[0].register_forward_hook(_data_edit)),
+    "hook-raises-in-context": _simple(lambda m: m[0].register_forward_hook(_fixed_batch)),
+    "device-sync": _simple(lambda m: m[0].register_forward_hook(_item)),
+    "hook-changes-model": _simple(lambda m: m[2].register_forward_hook(_freeze_first(m))),
+    "registers-hooks-every-call": _simple(lambda m: None, RegistersInForward),
+    "global-hook": _simple(lambda m: module_globals.register_module_forward_hook(_noop)),
+    "hook-edits-weights": _simple(lambda m: m[0].register_forward_pre_hook(_clip_weights)),
+    "hook-on-parameter-view": _simple(_view_hook),
+    "hooks-break-forward": _simple(
+        lambda m: [layer.register_forward_hook(lambda mod, a, o: o * 1e20) for layer in (m.a, m.b, m.c)], Finite
+    ),
 }
 
 NEGATIVE: dict[str, Case] = {
@@ -345,6 +417,12 @@ NEGATIVE: dict[str, Case] = {
     "stored-output-edited": _simple(
         lambda m: m.fc.register_forward_hook(lambda mod, a, o: SAVED.append(o.detach().clone())), InplaceAfter
     ),
+    "hook-returns-input": _simple(lambda m: m[0].register_forward_hook(lambda mod, a, o: o * 2)),
+    "edit-through-data": _simple(lambda m: m[0].register_forward_hook(lambda mod, a, o: o * 2)),
+    "hook-raises-in-context": _simple(lambda m: m[0].register_forward_hook(lambda mod, a, o: o.view(o.shape[0], -1))),
+    "device-sync": _simple(lambda m: m[0].register_forward_hook(lambda mod, a, o: SAVED.append(o.detach().cpu()))),
+    "registers-hooks-every-call": _simple(lambda m: m[0].weight.register_hook(lambda g: None)),
+    "hook-on-parameter-view": _simple(lambda m: m[0].weight.register_hook(lambda g: None)),
 }
 
 
@@ -371,7 +449,8 @@ def test_the_rule_finds_its_pitfall(rule_id: str) -> None:
     assert hits, f"{rule_id} not reported:\n{diagnosis}"
     item = by_id(rule_id)
     assert all(f.fix and f.link and f.message for f in hits)
-    assert any(f.severity == item.severity for f in hits) or rule_id == "gradient-edited-in-place"
+    # an in-place gradient edit that works is a note; a device sync on the CPU model is a note (a warning on a GPU)
+    assert any(f.severity == item.severity for f in hits) or rule_id in ("gradient-edited-in-place", "device-sync")
 
 
 @pytest.mark.parametrize("rule_id", list(NEGATIVE))

@@ -528,9 +528,9 @@ case("unknown keyword", KwargsOnly, lambda m: diagnose(m, {"x": V, "nope": 1}), 
 case("integer output with a backward hook", ArgmaxOut, diag_and_fired(V),
      check=lambda m, r: kinds("no-gradient-reaches")(m, r[0]))  # fmt: skip
 case("buffer changed by forward", Counter, lambda m: diagnose(m, V), check=CLEAN)
-case("global hook stores the graph", mlp, global_stores, check=kinds("stored-graph"))
+case("global hook stores the graph", mlp, global_stores, check=kinds("global-hook", "stored-graph"))
 case("hook that removes itself", mlp, self_removing, check=CLEAN)
-case("hook that adds a hook", mlp, adds_hooks, check=CLEAN)
+case("hook that adds a hook", mlp, adds_hooks, check=kinds("registers-hooks-every-call"))
 case("tiny transformer, tokens", tiny, lambda m: diagnose(m, hookviz.make_tiny_batch(2, seed=0)[0]), check=CLEAN)
 case("tiny transformer, float tokens", tiny, lambda m: diagnose(m, torch.rand(2, 10)), "forward failed")
 case("Llama, out-of-vocabulary tokens", load_tiny_llama, lambda m: diagnose(m, torch.full((2, 5), 99)),

@@ -53,7 +53,7 @@ from hookviz.diagnose.report import (
     ordered,
 )
 from hookviz.diagnose.rules import RULES, Rule
-from hookviz.diagnose.runner import Run, State
+from hookviz.diagnose.runner import Run
 
 __all__ = [
     "CLINIC",
@@ -168,12 +168,13 @@ def _check_scaler(scaler: Any) -> None:
 def _claims() -> Any:
     """The widgets' register of models in use, when the widgets are loaded (else nobody can be using one).
 
-    ``None`` too inside a monitor's own training thread: there diagnose() is called by the step itself,
-    between two steps' worth of work, and disturbs nothing.
+    ``None`` too inside a monitor's training step (its own thread under ``start()``, the caller's under ``run()``):
+    there diagnose() is called by the step itself, between two steps' worth of work, and disturbs nothing.
     """
-    if threading.current_thread().name.startswith("hookviz-monitor"):
-        return None
-    return sys.modules.get("hookviz.widgets.common")
+    claims = sys.modules.get("hookviz.widgets.common")
+    if threading.current_thread().name.startswith("hookviz-monitor") or (claims and claims.in_monitor_step()):
+        return None  # MonitorState.run() runs the step in the caller's thread: in_monitor_step() says so
+    return claims
 
 
 def diagnose(
@@ -244,14 +245,8 @@ def diagnose(
                 "tool's calls as yours."
             ) from None
     try:
-        run = Run(model, loss_fn=loss_fn, scaler=scaler)
-        run.static()
-        state = State.take(model)
-        try:
-            run.run(args, keywords, state)
-            run.stored()
-        finally:
-            state.restore()
+        run = Run(model, loss_fn=loss_fn, scaler=scaler, caller_grad=torch.is_grad_enabled())
+        run.diagnose(args, keywords)
     finally:
         if claims is not None:
             claims.release_model(model, owner)

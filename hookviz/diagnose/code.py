@@ -1,15 +1,18 @@
-"""What a hook's own code says: the function it runs, the names it reads, the loop it was made in, dead stores.
+"""What a hook's own code says: the function it runs, where it was defined, what it closes over, the loop it was
+made in, and what it can store into.
 
 These functions read a hook without calling it. A hook can be a function, a lambda, a bound method, a
-``functools.partial`` (nested too), or an object with ``__call__`` (the ``SaveOutput`` pattern).
+``functools.partial`` (nested too), or an object with ``__call__`` (the ``SaveOutput`` pattern). No rule decides
+from a variable's *name*: names are only shown to the learner.
 """
 
 from __future__ import annotations
 
 import ast
-import dis
 import functools
 import linecache
+import os
+import re
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -55,6 +58,27 @@ def name_of(hook: Any) -> str:
     """A readable name: the function's qualified name, or the class of a callable object."""
     target, _ = unwrap(hook)
     return getattr(target, "__qualname__", None) or type(target).__name__
+
+
+def is_cell_file(filename: str) -> bool:
+    """True for the pseudo file name IPython gives a notebook cell (``<ipython-input-...>``, ``ipykernel_N/M.py``)."""
+    return filename.startswith("<ipython-input-") or re.search(r"ipykernel_\d+[/\\]\d+\.py$", filename) is not None
+
+
+def defined_at(hook: Any) -> str:
+    """Where the hook's code was written, without a machine path: ``line 4 of its cell``, ``train.py, line 12``.
+
+    Empty when Python does not know (a builtin, a C function).
+    """
+    function = function_of(hook)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return ""
+    if is_cell_file(code.co_filename):
+        return f"line {code.co_firstlineno} of its cell"
+    if code.co_filename.startswith("<"):
+        return ""
+    return f"{os.path.basename(code.co_filename)}, line {code.co_firstlineno}"
 
 
 def codes(code: types.CodeType) -> Iterator[types.CodeType]:
@@ -124,18 +148,47 @@ def free_values(function: Any) -> Iterator[tuple[str, Any]]:
 WALK_LIMIT = 20_000
 
 
-def reachable_tensors(hook: Any) -> dict[int, Tensor]:
-    """Tensors the hook can store into: its closure, globals, bound object (``self.outputs``) and partial arguments."""
+def user_attributes(obj: Any) -> dict[str, Any]:
+    """The attributes a person gave ``obj``: an object's ``__dict__`` and slots; for a module, those of its
+    ``__dict__`` that PyTorch does not manage (``self.features``, ``module.output``), not its parameters,
+    buffers, submodules or hook dicts."""
+    if isinstance(obj, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)):
+        return {}
+    attributes = dict(getattr(obj, "__dict__", {}) or {})
+    if isinstance(obj, nn.Module):
+        attributes = {k: v for k, v in attributes.items() if k not in _module_keys()}
+    for slot in getattr(type(obj), "__slots__", ()):
+        if isinstance(slot, str) and hasattr(obj, slot):
+            attributes[slot] = getattr(obj, slot)
+    return attributes
+
+
+@functools.cache
+def _module_keys() -> frozenset[str]:
+    """The attributes PyTorch itself keeps in every module's ``__dict__`` (its parameters, buffers, submodules, hook
+    dicts, ``training``): everything else in a module's ``__dict__`` was put there by a person or another library."""
+    return frozenset(vars(nn.Module())) | {"_is_full_backward_hook", "_compiled_call_impl"}
+
+
+def roots_of(hook: Any) -> list[Any]:
+    """Where a hook can keep what it stores: its closure, the globals it reads, its bound object's attributes
+    (``self.outputs``, an extractor module's ``self.features``) and the arguments bound by ``functools.partial``."""
     function = function_of(hook)
     roots: list[Any] = []
     owner = owner_of(hook)
-    if owner is not None and not isinstance(owner, (nn.Module, type, types.ModuleType)):
-        roots.append(getattr(owner, "__dict__", {}))
-        roots += [getattr(owner, slot, None) for slot in getattr(type(owner), "__slots__", ())]
+    if owner is not None:
+        roots.append(user_attributes(owner))
     roots += unwrap(hook)[1]
     roots += [c.cell_contents for c in (cells(function) or ()) if cell_is_set(c)]
     namespace = getattr(function, "__globals__", {})
     roots += [namespace[name] for name in attribute_names(hook) if name in namespace]
+    return roots
+
+
+def tensors_in(roots: list[Any], depth: int = 3) -> dict[int, Tensor]:
+    """Every tensor reachable from ``roots`` through dicts, lists, tuples, sets, deques and the attributes of plain
+    objects and modules (``model.acts``), not through a module's parameters, buffers or submodules: a model's own
+    weights are not what a hook stored."""
     found: dict[int, Tensor] = {}
     seen: set[int] = set()
 
@@ -145,7 +198,7 @@ def reachable_tensors(hook: Any) -> dict[int, Tensor]:
         seen.add(id(value))
         if isinstance(value, Tensor):
             found[id(value)] = value
-        elif depth <= 0 or isinstance(value, (nn.Module, types.ModuleType, type, str, bytes)):
+        elif depth <= 0 or isinstance(value, (str, bytes, int, float, bool, type(None))):
             return
         elif isinstance(value, dict):
             for item in list(value.values()):
@@ -153,10 +206,40 @@ def reachable_tensors(hook: Any) -> dict[int, Tensor]:
         elif isinstance(value, (list, tuple, set, frozenset)) or type(value).__name__ == "deque":
             for item in list(value):
                 walk(item, depth - 1)
+        elif isinstance(value, nn.Module) or (not isinstance(value, (types.ModuleType, type)) and not callable(value)):
+            walk(user_attributes(value), depth - 1)  # a module's own attributes, not its weights or submodules
 
     for root in roots:
-        walk(root, 3)
+        walk(root, depth)
     return found
+
+
+def reachable_tensors(hook: Any) -> dict[int, Tensor]:
+    """Tensors the hook can store into: its closure, globals, bound object (``self.outputs``) and partial arguments."""
+    return tensors_in(roots_of(hook))
+
+
+def configuration(hook: Any) -> tuple[Any, ...]:
+    """What makes a hook behave the way it does, for telling copies from differently configured hooks: its code,
+    and for each value it closes over, is bound to (partial, ``self``): the value when it is a number, string or
+    None, the object itself when it is a module, a tensor or a function, else its type (two fresh lists are the
+    same configuration; two scales of 1 and 2 are not)."""
+
+    def token(value: Any) -> Any:
+        if value is None or isinstance(value, (int, float, str, bytes, bool)):
+            return ("value", value)
+        if isinstance(value, (nn.Module, Tensor, types.FunctionType, types.ModuleType, type)):
+            return ("object", id(value))
+        return ("type", type(value).__qualname__)
+
+    function = function_of(hook)
+    code = getattr(function, "__code__", None)
+    owner = owner_of(hook)
+    bound = [token(v) for v in unwrap(hook)[1]]
+    closure = [token(c.cell_contents) if cell_is_set(c) else ("empty",) for c in (cells(function) or ())]
+    state = sorted((k, token(v)) for k, v in user_attributes(owner).items()) if owner is not None else []
+    return (id(code) if code is not None else id(function), type(owner).__qualname__, tuple(bound), tuple(closure),
+            tuple(state))  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------ late binding
@@ -237,52 +320,3 @@ def _loop_variables(code: types.CodeType) -> set[str] | None:
 
     visit(tree, set())
     return found if hit else None
-
-
-# ------------------------------------------------------------------------------------- forgotten return
-
-_REBUILDS = ("grad", "out", "inp", "arg", "new", "clip", "scale", "result", "clamp", "norm")
-_SHORT = {"g", "gi", "go", "x", "y", "h", "o", "res"}
-
-
-def dead_store(hook: Any) -> str | None:
-    """A local variable the hook computes from its arguments and then never uses (``grad_input = ...`` without
-    ``return grad_input``), when the hook never returns a value; ``None`` otherwise."""
-    code = getattr(function_of(hook), "__code__", None)
-    return None if code is None else _dead_store(code)
-
-
-@functools.lru_cache(maxsize=1024)
-def _dead_store(code: types.CodeType) -> str | None:
-    if code.co_name == "<lambda>" or code.co_flags & (0x20 | 0x80 | 0x200):  # generators, coroutines
-        return None
-    instructions = list(dis.get_instructions(code))
-    for i, ins in enumerate(instructions):
-        if ins.opname == "RETURN_CONST" and ins.argval is not None:
-            return None
-        if ins.opname == "RETURN_VALUE" and not (
-            i and instructions[i - 1].opname == "LOAD_CONST" and instructions[i - 1].argval is None
-        ):
-            return None
-    params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-    for i, ins in enumerate(instructions):
-        if ins.opname not in ("STORE_FAST", "STORE_DEREF") or ins.argval.startswith("_"):
-            continue
-        name = ins.argval
-        later = instructions[i + 1 :]
-        if any(_loads(other, name) for other in later):
-            continue
-        if any(_loads(other, name) for other in instructions[:i]) and any(
-            other.opname in ("JUMP_BACKWARD", "JUMP_ABSOLUTE") for other in later
-        ):
-            continue  # read earlier in a loop that comes back to it
-        if name in params or name in _SHORT or any(part in name.lower() for part in _REBUILDS):
-            return name
-    return None
-
-
-def _loads(ins: dis.Instruction, name: str) -> bool:
-    if not ins.opname.startswith(("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "DELETE_FAST", "LOAD_NAME")):
-        return False
-    value = ins.argval
-    return name in value if isinstance(value, tuple) else value == name

@@ -27,6 +27,8 @@ RETURN_NEW_ARGS = "notebooks/03_forward_pre_hooks.ipynb#return-new-args"
 PRE_HOOK_IN_PLACE = "notebooks/03_forward_pre_hooks.ipynb#in-place-trap"
 CLONE_DETAIL = "notebooks/02_forward_hooks.ipynb#clone-detail"
 POST_ACCUMULATE_RETURN = "notebooks/01_tensor_hooks.ipynb#post-accumulate-return"
+GLOBAL_EVERY_MODEL = "notebooks/05_lifetime_and_global_hooks.ipynb#global-every-model"
+EVAL_NO_GRAD = "notebooks/05_lifetime_and_global_hooks.ipynb#eval-no-grad"
 
 
 def clinic(number: int) -> str:

@@ -1,287 +1,92 @@
-"""The one place that owns hook lifetime during a diagnosis: wrap the hooks, run the model, put everything back.
+"""The one place that owns hook lifetime during a diagnosis: wrap the hooks, run the model as often as the
+evidence needs, put everything back.
 
-:class:`Run` reads the hooks attached to the model (through :func:`hookviz.list_hooks`), swaps each of
-them in its dict for a wrapper that records what it does, adds two global probes (through a
-:class:`~hookviz.capture.HookGroup`) that count module calls, runs one forward and one backward pass,
-and hands every stage to the rules of :mod:`hookviz.diagnose.rules`. Whatever happens, the hook dicts,
-modes, parameters, buffers, gradients and the random number generator are put back in a ``finally``.
+:class:`Run` reads the hooks attached to the model (through :func:`hookviz.list_hooks`), swaps each of them in
+its dict for a wrapper that watches what it does (:mod:`hookviz.diagnose.watch`), and runs *passes* of the
+model, each with two global probes (a :class:`~hookviz.capture.HookGroup`) that count module calls:
+
+* ``main``: one training step, forward and backward with gradients on, in the model's own train/eval modes;
+* ``caller``: when diagnose() is called under ``torch.no_grad()``, one forward as the caller runs it (a
+  validation loop): hooks that fail only there are found;
+* ``batch``: when a hook passed the batch size to a torch function as a number (``out.view(32, -1)``), the same
+  step on a batch of another size (one sample fewer), for hooks that fail on the last, smaller batch of an epoch;
+* ``probe``: differential passes, when one run cannot tell: without one hook's return value (which hook breaks
+  the forward or the backward), with a hook given a copy of its gradient (what an in-place edit changed).
+
+The rules (:mod:`hookviz.diagnose.rules`) read what the passes observed (:class:`~hookviz.diagnose.facts.Evidence`)
+and report. Whatever happens, :class:`~hookviz.diagnose.state.State` puts the model back in a ``finally``.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import gc
 import importlib
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.nn.parameter import is_lazy
+from torch.utils.hooks import RemovableHandle
 
 from hookviz.capture import HookGroup
-from hookviz.catalogue import HookKind, hook_kind, kinds
+from hookviz.catalogue import hook_kind
 from hookviz.diagnose import code
+from hookviz.diagnose.facts import (
+    GRADIENT_KINDS,
+    MODULE_KINDS,
+    TENSOR_KINDS,
+    Call,
+    Evidence,
+    Pass,
+    Site,
+    default_loss,
+    in_backward,
+    output_tensors,
+)
 from hookviz.diagnose.report import DiagnosisError, Finding
 from hookviz.diagnose.rules import RULES, Rule
+from hookviz.diagnose.state import State
+from hookviz.diagnose.watch import watched_call
 from hookviz.hooks_table import library_owned, list_hooks, pytorch_owned
 
-FLAG_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
-GLOBAL_FLAG_DICTS = ("_global_forward_hooks_always_called", "_global_forward_hooks_with_kwargs")
-MODULE_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "backward_legacy")
-TENSOR_KINDS = ("tensor", "post_accumulate_grad")
-GRADIENT_KINDS = ("backward_pre", "backward", "backward_legacy", "tensor", "post_accumulate_grad")
 _GLOBALS = "torch.nn.modules.module"
-
-
-def in_backward() -> bool:
-    """True while the autograd engine runs a backward pass (a private function that torch 2.8 to 2.14 have)."""
-    task = getattr(torch._C, "_current_graph_task_id", None)
-    return task is not None and task() != -1
-
-
-def output_tensors(value: Any, depth: int = 6) -> Iterator[Tensor]:
-    """Every tensor in a model's output: tuples, lists, dicts, dataclasses and ``ModelOutput``-like objects."""
-    if isinstance(value, Tensor):
-        yield value
-    elif depth <= 0 or value is None or isinstance(value, (str, bytes, int, float, bool)):
-        return
-    elif isinstance(value, Mapping):
-        for item in list(value.values()):
-            yield from output_tensors(item, depth - 1)
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from output_tensors(item, depth - 1)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            yield from output_tensors(getattr(value, f.name, None), depth - 1)
-    elif callable(getattr(value, "to_tuple", None)):
-        yield from output_tensors(value.to_tuple(), depth - 1)
-
-
-def default_loss(output: Any) -> Tensor | None:
-    """The sum of every floating-point output that requires grad, or ``None`` when there is none."""
-    parts = [
-        t.float().sum()
-        for t in output_tensors(output)
-        if t.requires_grad and (t.is_floating_point() or t.is_complex()) and not t.is_nested
-    ]
-    parts = [p.real if p.is_complex() else p for p in parts]
-    return torch.stack(parts).sum() if parts else None
-
-
-# ---------------------------------------------------------------------------------------------- sites
-
-
-@dataclass(eq=False)
-class Site:
-    """One user hook, wrapped for the run: where it lives, its kind, and what the run saw it do."""
-
-    where: str
-    kind: HookKind
-    holder: Any
-    hook_id: int
-    hook: Callable[..., Any]
-    flags: str
-    module: nn.Module | None
-    calls: int = 0
-    calls_in_backward: int = 0
-
-    @property
-    def name(self) -> str:
-        return code.name_of(self.hook)
-
-    @property
-    def pytorch_owned(self) -> bool:
-        """A hook PyTorch's own utilities (prune, weight_norm, lazy modules ...) or another known library
-        (``transformers``'s output capturing) attached: not the learner's code, never reported as a mistake."""
-        return library_owned(self.hook)
-
-    @property
-    def role(self) -> str:
-        """The kind without ``global_``: a global forward hook is checked like a forward hook."""
-        return self.kind.name.removeprefix("global_")
-
-    @property
-    def is_global(self) -> bool:
-        return self.kind.name.startswith("global_")
-
-    @property
-    def with_kwargs(self) -> bool:
-        return "with_kwargs" in self.flags
-
-
-@dataclass(eq=False)
-class Call:
-    """One call of a wrapped hook: its arguments, what it returned or raised, and the tensors it received."""
-
-    site: Site
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    received: list[tuple[Tensor, int]] = field(default_factory=list)
-    result: Any = None
-    error: Exception | None = None
-    neutralised: bool = False
-    reported: bool = False
-
-    def edited(self) -> list[Tensor]:
-        """The tensors the hook received and edited in place (their version moved)."""
-        return [t for t, version in self.received if t._version != version]
-
-    def neutralise(self) -> None:
-        """Ignore what the hook returned for the rest of the run (it is reported)."""
-        self.result = None
-        self.neutralised = True
-
-
-def _received(site: Site, args: tuple[Any, ...]) -> list[Tensor]:
-    role = site.role
-    if role == "forward":
-        value: Any = args[-1]
-    elif role == "forward_pre" or role == "backward_pre":
-        value = args[1] if len(args) > 1 else ()
-    elif role in ("backward", "backward_legacy"):
-        value = args[1:3]
-    elif role in ("tensor", "post_accumulate_grad"):
-        value = args[0] if args else ()
-    else:
-        return []
-    return [t for t in output_tensors(value, 3) if not t.is_nested]
-
-
-# ------------------------------------------------------------------------------------- model state
-
-
-@dataclass
-class State:
-    """Everything the run could change on the model, to put back afterwards.
-
-    Costs one copy of the parameters and buffers (taken up front: a hook or the forward may edit them in
-    place); only parameters whose version moved are copied back. Lazy parameters not yet initialised
-    are not copied: the run's forward initialises them, as the first forward of a training loop would.
-    """
-
-    modes: list[tuple[nn.Module, bool]]
-    params: list[tuple[nn.Parameter, bool, Tensor | None, Tensor, int]]
-    buffers: list[tuple[nn.Module, str, Tensor, Tensor]]
-    rng: Tensor
-    hook_dicts: list[tuple[dict[int, Any], list[tuple[int, Any]]]]
-    backward_flags: list[tuple[Any, str, Any]]
-
-    @classmethod
-    def take(cls, model: nn.Module) -> State:
-        params = [
-            (p, p.requires_grad, p.grad, p.detach().clone(), p._version) for p in model.parameters() if not is_lazy(p)
-        ]
-        buffers = [
-            (module, name, buffer, buffer.detach().clone())
-            for module in model.modules()
-            for name, buffer in module._buffers.items()
-            if buffer is not None and not is_lazy(buffer)
-        ]
-        # the dicts the catalogue names (and the forward hooks' flag dicts): a hook that removes itself or
-        # registers more hooks while it runs must not leave the model changed
-        names = [k.storage_attr for k in kinds(target="module") if k.phase != "state_dict"] + list(FLAG_DICTS)
-        names += [k.storage_attr for k in kinds(target="tensor")]
-        # a lazy module not yet initialised removes its own hooks in the forward that initialises it: not put back
-        modules = [m for m in model.modules() if not getattr(m, "has_uninitialized_params", lambda: False)()]
-        holders: list[Any] = [*modules, *model.parameters()]
-        hook_dicts = []
-        for holder in holders:
-            for name in dict.fromkeys(names):
-                hooks = getattr(holder, name, None)
-                if isinstance(hooks, dict):
-                    hook_dicts.append((hooks, list(hooks.items())))
-        globals_ = importlib.import_module(_GLOBALS)
-        global_names = [k.storage_attr for k in kinds(target="global module") if k.phase != "registration"]
-        for name in dict.fromkeys([*global_names, *GLOBAL_FLAG_DICTS]):
-            hooks = getattr(globals_, name, None)
-            if isinstance(hooks, dict):
-                hook_dicts.append((hooks, list(hooks.items())))
-        flag = "_global_is_full_backward_hook"
-        flags: list[tuple[Any, str, Any]] = [
-            (m, "_is_full_backward_hook", m._is_full_backward_hook) for m in model.modules()
-        ]
-        flags.append((globals_, flag, getattr(globals_, flag, None)))
-        modes = [(m, m.training) for m in model.modules()]
-        return cls(modes, params, buffers, torch.get_rng_state(), hook_dicts, flags)
-
-    def clear_grads(self) -> None:
-        for param, *_ in self.params:
-            param.grad = None
-
-    def restore(self) -> None:
-        for module, training in self.modes:
-            module.training = training
-        with torch.no_grad():
-            for param, requires_grad, grad, value, version in self.params:
-                param.requires_grad_(requires_grad)
-                if param._version != version:
-                    param.copy_(value)
-                param.grad = grad
-            for module, name, buffer, value in self.buffers:
-                module._buffers[name] = buffer
-                buffer.copy_(value)  # batch norm updates its running statistics without bumping _version
-        torch.set_rng_state(self.rng)
-        for hooks, items in self.hook_dicts:
-            if list(hooks.items()) != items:
-                hooks.clear()
-                hooks.update(items)
-        for holder, attr, flag in self.backward_flags:
-            setattr(holder, attr, flag)
-
-
-# ------------------------------------------------------------------------------------------ the run
+#: The passes whose hook calls the rules watch; probes only answer one question each.
+OBSERVED = ("main", "caller", "batch")
+#: At most this many differential passes to find the hook that breaks a run.
+MAX_SUSPECTS = 24
 
 
 class Run:
-    """One diagnosis: the sites, the probes, what they saw, and the findings the rules reported."""
+    """One diagnosis: the sites, the passes, what they observed, and the findings the rules reported."""
 
     def __init__(self, model: nn.Module, *, loss_fn: Callable[[Any], Tensor] | None = None, scaler: Any = None,
-                 rules: list[Rule] | None = None) -> None:  # fmt: skip
+                 rules: list[Rule] | None = None, caller_grad: bool = True) -> None:  # fmt: skip
         self.model = model
         self.loss_fn = loss_fn
-        self.scaler = scaler
         self.rules = RULES if rules is None else rules
-        self.names = {id(m): (name or "<root>") for name, m in model.named_modules()}
-        self.modules = {id(m): m for m in model.modules()}
-        self.sites: list[Site] = []
-        self.findings: list[Finding] = []
-        self.forward_calls: dict[int, int] = {}
-        self.backward_calls: dict[int, int] = {}
-        self.last_backward_hooked: str | None = None
-        self.warnings: list[str] = []
-        self.output: Any = None
-        self.forward_failed = False
-        self.backward_failed = False
-        self.no_backward: str | None = None  # why no backward pass ran: output-none, loss-fn, no-grad-output
-        self.stored_before: dict[int, set[int]] = {}
-        self.stored_after: dict[int, list[Tensor]] = {}
-        self.notes: dict[str, Any] = {}  # what a rule keeps during the run (cleared with the run)
+        self.evidence = Evidence(model, scaler=scaler, caller_grad=caller_grad)
+        self.current: Pass | None = None
+        self.internal_error: Exception | None = None
+        self._made: list[Pass] = []  # every pass run, to free what they saw (a pass and its calls refer to each other)
         self._thread = threading.get_ident()
         self._collect_sites()
 
-    # ---- findings
-    def report(self, rule: Rule, where: str, message: str, *, fix: str | None = None, link: str | None = None,
-               severity: str | None = None) -> None:  # fmt: skip
-        """Add a finding of ``rule`` (its fix, link and severity unless given); once per kind, place and link."""
-        finding = Finding(rule.id, severity or rule.severity, where, message, fix or rule.fix, link or rule.link)
-        if not any((f.kind, f.where, f.link) == (finding.kind, where, finding.link) for f in self.findings):
-            self.findings.append(finding)
+    @property
+    def findings(self) -> list[Finding]:
+        return self.evidence.findings
 
-    def has_link(self, link: str) -> bool:
-        return any(f.link == link for f in self.findings)
-
-    # ---- sites
+    # ---------------------------------------------------------------------------------------- sites
     def _collect_sites(self) -> None:
+        ev = self.evidence
         table = list_hooks(self.model, include_global=True)
+        self.hooks_before = {(row.where, row.kind, row.hook_id) for row in table}
         by_where = {n or "<root>": m for n, m in self.model.named_modules()}
         params = {f"param:{n}": p for n, p in self.model.named_parameters()}
-        self.global_rows = [row for row in table if row.where == "<global>"]
+        ev.global_rows = [row for row in table if row.where == "<global>"]
         owners = {
-            f"param:{self.param_name(m, local)}": m
+            f"param:{ev.param_name(m, local)}": m
             for m in self.model.modules()
             for local, _ in m.named_parameters(recurse=False)
         }
@@ -305,109 +110,188 @@ class Run:
             hook = kind.hooks_of(holder)[row.hook_id]
             if row.where == "<global>" and (pytorch_owned(hook) or _ours(hook)):
                 continue
-            self.sites.append(Site(row.where, kind, holder, row.hook_id, hook, row.flags, module))
-        self.full_backward_hooked = {id(s.holder) for s in self.sites if s.kind.name in ("backward", "backward_pre")}
+            ev.sites.append(Site(row.where, kind, holder, row.hook_id, hook, row.flags, module))
+        self.full_backward_hooked = {id(s.holder) for s in ev.sites if s.kind.name in ("backward", "backward_pre")}
 
-    def param_name(self, module: nn.Module, local: str) -> str:
-        prefix = self.names[id(module)]
-        return local if prefix == "<root>" else f"{prefix}.{local}"
-
-    def module_sites(self, module: nn.Module) -> list[Site]:
-        return [s for s in self.sites if s.module is module and s.kind.name in MODULE_KINDS]
-
-    # ---- wrapping
+    # ------------------------------------------------------------------------------------- wrapping
     def _wrapper(self, site: Site) -> Callable[..., Any]:
         run = self
+        ev = self.evidence
 
         def diagnosed(*args: Any, **kwargs: Any) -> Any:
-            site.calls += 1
-            if in_backward():
-                site.calls_in_backward += 1
-            call = Call(site, args, kwargs)
-            call.received = [(t, t._version) for t in _received(site, args)]
-            for rule in run.rules:
-                rule.before(run, call)
+            current = run.current
+            if current is None:
+                return site.hook(*args, **kwargs)
+            if id(site) in current.skipped:
+                return None
+            backward = in_backward()
+            if not backward and threading.get_ident() != run._thread:
+                return site.hook(*args, **kwargs)  # another thread's forward: not ours to watch
+            copied = id(site) in current.given_copy
+            if copied:
+                args = _copied_gradients(site.role, args)
+            call = Call(site, current, args, kwargs, in_backward=backward)
+            observed = current.name in OBSERVED
+            if current.name == "main":
+                site.calls += 1
+                site.calls_in_backward += backward
+            if observed:
+                run._rules("before", current, call)
             try:
-                call.result = site.hook(*args, **kwargs)
+                if site.pytorch_owned:  # PyTorch's or another library's own hook: run it as it is, never judged
+                    call.result = site.hook(*args, **kwargs)
+                else:
+                    call.result = watched_call(call, site.hook, run.model, ev.names)
             except Exception as error:  # a user hook failed: report it, go on without it
                 call.error = error
-            for rule in run.rules:
-                rule.call(run, call)
-            return None if call.error is not None else call.result
+            current.calls.append(call)
+            if observed:
+                run._rules("call", current, call)
+            if call.error is not None or id(site) in current.ignored:
+                return None
+            if copied and call.result is None:
+                return _returned_gradients(site.role, args)
+            return call.result
 
         diagnosed.__qualname__ = site.name
         return diagnosed
 
+    def _rules(self, stage: str, current: Pass, call: Call) -> None:
+        """Hand a hook call to the rules watching ``current``; a rule's own failure is the doctor's bug, kept to be
+        raised once the model has run (never blamed on the hook or the model)."""
+        for rule in self.rules:
+            if current.name in rule.passes:
+                try:
+                    getattr(rule, stage)(self.evidence, call)
+                except Exception as error:  # noqa: BLE001 - re-raised by _pass
+                    self.internal_error = self.internal_error or error
+
     def install(self) -> None:
-        for site in self.sites:
+        for site in self.evidence.sites:
             getattr(site.holder, site.kind.storage_attr)[site.hook_id] = self._wrapper(site)
 
     def uninstall(self) -> None:
-        for site in self.sites:
+        for site in self.evidence.sites:
             hooks = getattr(site.holder, site.kind.storage_attr, None)
             if hooks is not None and site.hook_id in hooks:
                 hooks[site.hook_id] = site.hook
 
-    # ---- probes
+    # --------------------------------------------------------------------------------------- probes
     def _probe_pre(self, module: nn.Module, args: Any) -> None:
+        current = self.current
         key = id(module)
-        if key not in self.modules:
+        if current is None or key not in self.evidence.modules:
             return
         backward = in_backward()
         if not backward and threading.get_ident() != self._thread:
             return  # another thread's forward
-        calls = self.backward_calls if backward else self.forward_calls
+        calls = current.backward_calls if backward else current.forward_calls
         calls[key] = calls.get(key, 0) + 1
 
     def _probe_post(self, module: nn.Module, args: Any, output: Any) -> None:
-        if id(module) in self.full_backward_hooked:
-            self.last_backward_hooked = self.names[id(module)]
+        if self.current is not None and id(module) in self.full_backward_hooked:
+            self.current.last_backward_hooked = self.evidence.names[id(module)]
 
-    # ---- stages
+    # --------------------------------------------------------------------------------------- stages
     def static(self) -> None:
+        ev = self.evidence
         for rule in self.rules:
-            rule.static(self)
-        self.stored_before = {id(s): set(code.reachable_tensors(s.hook)) for s in self.sites}
+            rule.static(ev)
+        ev.stored_before = {id(s): set(code.reachable_tensors(s.hook)) for s in ev.sites}
+        ev.attributes_before = {id(m): set(code.tensors_in([code.user_attributes(m)])) for m in self.model.modules()}
+        ev.orphan_views = _hooked_views(self.model)
 
-    def run(self, args: tuple[Any, ...], kwargs: dict[str, Any], state: State) -> None:
-        """The forward and backward pass with the probes on; the rules' checks before the state is restored."""
-        state.clear_grads()
-        with HookGroup() as probes, warnings.catch_warnings(record=True) as caught, torch.enable_grad():
-            warnings.simplefilter("always")
-            probes.register(None, "global_forward_pre", self._probe_pre)
-            probes.register(None, "global_forward", self._probe_post)
+    def diagnose(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Every pass the evidence needs, then the rules' checks; the model is put back whatever happens."""
+        ev = self.evidence
+        self.static()
+        state = State.take(self.model)
+        self.state = state
+        try:
+            self.install()
             try:
-                self.install()
-                self.output = self._forward(args, kwargs)
-                if not self.forward_failed:
-                    self._backward()
+                main = self._main(args, kwargs)
+                if main is not None:
+                    self._registered_during(main)
+                if main is not None and ev.sites:
+                    if not ev.caller_grad:
+                        self._context("caller", args, kwargs, grad=False, backward=False)
+                    smaller = _other_batch(args, kwargs)
+                    if smaller is not None and any(smaller[3] in c.numbers for c in main.calls):
+                        # a hook passed the batch size to a torch function as a number: does it hold it fixed?
+                        self._context("batch", *smaller[:2], grad=True, backward=True, batch=smaller[2])
+                    self._probe_in_place_edits(main, args, kwargs)
             finally:
                 self.uninstall()
-        self.output = None  # the run keeps no tensor of the forward: its graph is freed now
-        self.warnings = [str(w.message) for w in caught]
-        if not self.forward_failed:
+                self.current = None
+            if "main" in ev.passes and ev.main.forward_error is None:
+                for rule in self.rules:
+                    rule.after(ev)
             for rule in self.rules:
-                rule.after(self)
+                rule.stored(ev)
+        finally:
+            state.restore()
+            self._release()
 
-    def _forward(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _release(self) -> None:
+        """Forget what the passes saw: the run keeps no tensor, graph or traceback (their frames hold tensors with
+        autograd's hooks) once the findings are written."""
+        ev = self.evidence
+        ev.stored_after.clear()
+        ev.notes.clear()
+        errors = [e for p in self._made for e in (p.forward_error, p.backward_error)]
+        errors += [error for _, error, _ in ev.culprits.values()]
+        seen: set[int] = set()
+        for error in errors:
+            while error is not None and id(error) not in seen:
+                seen.add(id(error))
+                error.__traceback__ = None
+                error = error.__cause__ or error.__context__
+        ev.culprits.clear()
+        ev.passes.clear()
+        for p in self._made:
+            p.calls.clear()
+            p.grads.clear()
+        self._made.clear()
+        self._leaves = []
+        self.internal_error = None
+
+    # ---- the passes
+    def _pass(self, p: Pass, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pass:
+        """Run the model once (forward, and backward when ``p.backward``) with the hooks watched, into ``p``."""
+        self.state.reset_for_pass()
+        self._made.append(p)
+        for leaf in getattr(self, "_leaves", []):
+            leaf.grad = None
+        self.current = p
         try:
-            return self.model(*args, **kwargs)
-        except Exception as error:
-            for rule in self.rules:
-                if rule.forward_failed(self, error):
-                    self.forward_failed = True
-                    return None
-            raise DiagnosisError(
-                f"the model's forward failed on the inputs you gave, so nothing could be diagnosed: "
-                f"{type(error).__name__}: {error}. Run model(inputs) on its own first, and give diagnose() inputs "
-                "of the shape, dtype and device it expects (a tuple for several positional arguments, a dict for "
-                "keyword arguments)."
-            ) from error
+            with HookGroup() as probes, warnings.catch_warnings(record=True) as caught, torch.set_grad_enabled(p.grad):
+                warnings.simplefilter("always")
+                probes.register(None, "global_forward_pre", self._probe_pre)
+                probes.register(None, "global_forward", self._probe_post)
+                handles = RemovableHandle.next_id
+                output = None
+                try:
+                    output = self.model(*args, **kwargs)
+                except Exception as error:  # explained by the caller of _pass (a differential pass, or a rule)
+                    p.forward_error = error
+                by_hooks = sum(c.registered for c in p.calls if not c.in_backward)
+                p.registered_in_forward = RemovableHandle.next_id - handles - by_hooks
+                if p.forward_error is None and p.backward:
+                    self._backward(p, output)
+                    if p.backward_error is None and p.no_backward is None:
+                        p.grads = {id(t): (None if t.grad is None else t.grad.detach().clone()) for t in self._leaves}
+                output = None  # the run keeps no tensor of the forward: its graph is freed now
+            p.warnings = [str(w.message) for w in caught]
+        finally:
+            self.current = None
+        if self.internal_error is not None:
+            raise self.internal_error
+        return p
 
-    def _backward(self) -> None:
-        output = self.output
+    def _backward(self, p: Pass, output: Any) -> None:
         if output is None:
-            self.no_backward = "output-none"
+            p.no_backward = "output-none"
             return
         if self.loss_fn is not None:
             try:
@@ -423,26 +307,178 @@ class Run:
                     + (f" of shape {tuple(loss.shape)}" if isinstance(loss, Tensor) else "")
                 )
             if not loss.requires_grad and default_loss(output) is not None:
-                self.no_backward = "loss-fn"
+                p.no_backward = "loss-fn"
                 return
         else:
             loss = default_loss(output)
         if loss is None or not loss.requires_grad:
-            self.no_backward = "no-grad-output"
+            p.no_backward = "no-grad-output"
             return
         try:
             loss.backward()
-        except Exception as error:
-            self.backward_failed = True
-            for rule in self.rules:
-                if rule.backward_failed(self, error):
-                    break
+        except Exception as error:  # explained by a differential pass or a rule
+            p.backward_error = error
 
-    def stored(self) -> None:
+    def _main(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pass | None:
+        """The training step; a failure is explained (a hook's return value, a rule) or blamed on the inputs."""
+        ev = self.evidence
+        self._leaves = [p for p in self.model.parameters() if p.requires_grad]
+        self._leaves += [t for t in output_tensors((args, kwargs), 3) if t.requires_grad]
+        main = self._pass(Pass("main", grad=True, backward=True), args, kwargs)
+        ev.passes["main"] = main
+        for phase in ("forward", "backward"):
+            error = main.forward_error if phase == "forward" else main.backward_error
+            if error is None:
+                continue
+            culprit = self._differential(main, args, kwargs, phase)
+            if culprit is not None:
+                site, how = culprit
+                ev.culprits[id(site)] = (f"main:{phase}:{how}", error, _last_call(main, site))
+                for s in ev.sites:
+                    s.calls = s.calls_in_backward = 0
+                ignored = main.ignored | {id(site)} if how == "ignored" else main.ignored
+                skipped = main.skipped | {id(site)} if how == "skipped" else main.skipped
+                again = Pass("main", grad=True, backward=True, ignored=ignored, skipped=skipped)
+                main = self._pass(again, args, kwargs)
+                ev.passes["main"] = main
+                if main.failed:
+                    return self._unexplained(main, args, kwargs)
+                return main
+            return self._unexplained(main, args, kwargs)
+        return main
+
+    def _unexplained(self, main: Pass, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Pass | None:
+        """A failure no hook's return value explains: a rule may (in-place after a backward hook...); else the
+        model fails without any hook, and the inputs are wrong."""
+        ev = self.evidence
+        if main.forward_error is not None:
+            error = main.forward_error
+            for rule in self.rules:
+                if rule.forward_failed(ev, error):
+                    return None
+            bare = self._pass(self._bare(main), args, kwargs)
+            if bare.forward_error is not None:
+                raise DiagnosisError(
+                    "the model's forward failed on the inputs you gave (it fails without its hooks too), so nothing "
+                    f"could be diagnosed: {type(error).__name__}: {_first_line(error)}. Run model(inputs) on its own "
+                    "first, and give diagnose() inputs of the shape, dtype and device it expects (a tuple for "
+                    "several positional arguments, a dict for keyword arguments)."
+                ) from error
+            ev.notes["hooks-break-forward"] = (error, [s for s in ev.sites if any(c.site is s for c in main.calls)])
+            return None
+        error = main.backward_error
         for rule in self.rules:
-            rule.stored(self)
-        self.stored_after.clear()  # the run keeps no tensor the hooks stored
-        self.notes.clear()
+            if rule.backward_failed(ev, error):
+                break
+        return main
+
+    def _bare(self, failed: Pass) -> Pass:
+        """A pass like ``failed`` with every user hook left out: does the model run on these inputs at all?"""
+        skipped = frozenset(id(s) for s in self.evidence.sites)
+        return Pass("probe", grad=failed.grad, backward=False, batch=failed.batch, skipped=skipped)
+
+    def _differential(self, failed: Pass, args: tuple[Any, ...], kwargs: dict[str, Any],
+                      phase: str) -> tuple[Site, str] | None:  # fmt: skip
+        """The hook without which ``failed`` would not have failed in ``phase``, and how it was left out:
+        ``"ignored"`` (its return value dropped, for a hook that returned something) or ``"skipped"`` (not called)."""
+        backward = phase == "backward"
+        suspects: list[tuple[Site, str]] = []
+        for call in failed.calls:
+            if call.site.role in GRADIENT_KINDS and not backward:
+                continue
+            if backward and not call.in_backward:
+                continue
+            how = "ignored" if call.result is not None and not call.neutralised and call.error is None else "skipped"
+            if all(s is not call.site for s, _ in suspects):
+                suspects.append((call.site, how))
+        suspects.sort(key=lambda item: item[1] != "ignored")  # hooks that returned something first
+        for site, how in suspects[:MAX_SUSPECTS]:
+            left_out = frozenset({id(site)})
+            probe = Pass(
+                "probe",
+                grad=failed.grad,
+                backward=backward,
+                batch=failed.batch,
+                ignored=failed.ignored | left_out if how == "ignored" else failed.ignored,
+                skipped=failed.skipped | left_out if how == "skipped" else failed.skipped,
+            )
+            self._pass(probe, args, kwargs)
+            if probe.forward_error is None and (not backward or probe.backward_error is None):
+                return site, how
+        return None
+
+    def _context(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], *, grad: bool, backward: bool,
+                 batch: int | None = None) -> None:  # fmt: skip
+        """A pass in another context (the caller's grad mode, another batch size); a failure there that the
+        model shows without its hooks too is the model's, not a hook's, and is not reported."""
+        ev = self.evidence
+        ignored = frozenset(id(c.site) for c in ev.main.calls if c.neutralised) | ev.main.ignored
+        p = self._pass(Pass(name, grad=grad, backward=backward, batch=batch, ignored=ignored,
+                            skipped=ev.main.skipped), args, kwargs)  # fmt: skip
+        ev.passes[name] = p
+        for phase in ("forward", "backward"):
+            error = p.forward_error if phase == "forward" else p.backward_error
+            if error is None:
+                continue
+            bare = self._pass(self._bare(p), args, kwargs)
+            if bare.forward_error is not None:
+                ev.notes[f"{name}-model-fails"] = error
+                return
+            culprit = self._differential(p, args, kwargs, phase)
+            if culprit is not None:
+                site, how = culprit
+                ev.culprits.setdefault(id(site), (f"{name}:{phase}:{how}", error, _last_call(p, site)))
+            return
+
+    def _probe_in_place_edits(self, main: Pass, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """For each gradient hook that edited its gradient in place and did not fail: run once more with the hook
+        given a copy of its gradient, returned as a new one; the leaves whose gradient differs are what the
+        in-place edit changed besides the gradient it meant (nothing, when it behaves like a return)."""
+        ev = self.evidence
+        if not main.grads:
+            return
+        editors = []
+        for call in main.calls:
+            if call.site.role in ("tensor", "backward", "backward_pre") and call.error is None:
+                if (call.edited() or call.edited_unseen()) and all(s is not call.site for s in editors):
+                    editors.append(call.site)
+        names = {id(p): n for n, p in self.model.named_parameters()}
+        for site in editors[:MAX_SUSPECTS]:
+            probe = self._pass(Pass("probe", grad=True, backward=True, ignored=main.ignored, skipped=main.skipped,
+                                    given_copy=frozenset({id(site)})), args, kwargs)  # fmt: skip
+            if probe.failed or not probe.grads:
+                continue
+            differ = []
+            for leaf in self._leaves:
+                a, b = main.grads.get(id(leaf)), probe.grads.get(id(leaf))
+                if (a is None) != (b is None) or (a is not None and b is not None and not torch.equal(a, b)):
+                    differ.append(names.get(id(leaf), "the input"))
+            ev.inplace_effects[id(site)] = differ
+
+    def _registered_during(self, main: Pass) -> None:
+        """Hooks that appeared on the model's modules and parameters (or globally) during the main pass, by whom."""
+        ev = self.evidence
+        if not main.registered_in_forward and not any(c.registered for c in main.calls):
+            return
+        by_hooks = [c.site.label for c in main.calls if c.registered]
+        who = ", ".join(dict.fromkeys(by_hooks)) if by_hooks else ""
+        for row in list_hooks(self.model, include_global=True):
+            if (row.where, row.kind, row.hook_id) in self.hooks_before:
+                continue
+            kind = hook_kind(row.kind)
+            holder = importlib.import_module(_GLOBALS) if row.where == "<global>" else None
+            if holder is None:
+                holder = dict(self.model.named_modules()).get(row.where) if kind.name in MODULE_KINDS else None
+            if holder is None and kind.name in TENSOR_KINDS:
+                holder = dict(self.model.named_parameters()).get(row.where.removeprefix("param:"))
+            hooks = kind.hooks_of(holder) if holder is not None else {}
+            hook = hooks.get(row.hook_id)
+            if hook is None or library_owned(hook) or _ours(hook):
+                continue
+            ev.registered.append((row.where, hook, who))
+
+
+# ------------------------------------------------------------------------------------------ helpers
 
 
 def _ours(hook: Any) -> bool:
@@ -450,3 +486,75 @@ def _ours(hook: Any) -> bool:
     function = code.function_of(hook)
     module = getattr(function, "__module__", None) or type(hook).__module__
     return isinstance(module, str) and module.startswith("hookviz.")
+
+
+def _last_call(p: Pass, site: Site) -> Call | None:
+    """The last call of ``site`` in pass ``p`` (what it received and returned when the pass failed)."""
+    calls = [c for c in p.calls if c.site is site]
+    return calls[-1] if calls else None
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [""])[0]
+
+
+def _copied_gradients(role: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The hook's arguments with its gradient(s) replaced by copies (a probe pass)."""
+
+    def copy(value: Any) -> Any:
+        if isinstance(value, Tensor):
+            return value.detach().clone()
+        if isinstance(value, tuple):
+            return tuple(copy(v) for v in value)
+        return value
+
+    if role == "tensor":
+        return (copy(args[0]), *args[1:])
+    if role == "backward":
+        return (args[0], copy(args[1]), *args[2:])
+    if role == "backward_pre":
+        return (args[0], copy(args[1]), *args[2:])
+    return args
+
+
+def _returned_gradients(role: str, args: tuple[Any, ...]) -> Any:
+    """What a probe's hook returns instead of editing in place: the copies it edited."""
+    return args[0] if role == "tensor" else args[1]
+
+
+def _other_batch(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The same call with one sample fewer (two samples from one), the new size and the batch size: every tensor
+    argument with a first dimension shares its size, the batch; ``None`` when there is no such dimension."""
+    tensors = [v for v in [*args, *kwargs.values()] if isinstance(v, Tensor) and not v.is_nested]
+    sizes = {t.shape[0] for t in tensors if t.dim() >= 1}
+    if not tensors or any(t.dim() == 0 for t in tensors) or len(sizes) != 1:
+        return None
+    size = sizes.pop()
+    if size == 0:
+        return None
+    new = size - 1 if size > 2 else size + 1
+
+    def resize(value: Any) -> Any:
+        if not isinstance(value, Tensor) or value.is_nested:
+            return value
+        with torch.no_grad():
+            resized = value[:new] if new < size else torch.cat([value, value[: new - size]])
+        resized = resized.detach().clone()
+        return resized.requires_grad_(value.requires_grad)
+
+    return tuple(resize(a) for a in args), {k: resize(v) for k, v in kwargs.items()}, new, size
+
+
+def _hooked_views(model: nn.Module) -> list[tuple[str, Any]]:
+    """Tensor hooks on views of the model's parameters (``fc.weight[0].register_hook``) that are still alive: the
+    forward uses the parameter itself, never such a view, so they never fire."""
+    params = {id(p): n for n, p in model.named_parameters()}
+    found = []
+    for obj in gc.get_objects():
+        if not issubclass(type(obj), Tensor) or isinstance(obj, nn.Parameter):
+            continue
+        base = obj._base
+        hooks = obj._backward_hooks
+        if base is not None and id(base) in params and hooks:
+            found += [(params[id(base)], hook) for hook in hooks.values() if not library_owned(hook)]
+    return found

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hookviz.diagnose.report import IF_YOU_SEE, clinic
-from hookviz.diagnose.rules import Rule, rule
+from hookviz.diagnose.rules.base import Rule, rule
 
 if TYPE_CHECKING:
-    from hookviz.diagnose.runner import Run
+    from hookviz.diagnose.facts import Evidence as Run
 
 
 @rule
@@ -27,7 +27,7 @@ class InplaceAfterBackwardHook(Rule):
             return False
         self.report(
             run,
-            run.last_backward_hooked or "<root>",
+            run.main.last_backward_hooked or "<root>",
             "this module has a full backward hook (or backward pre-hook), which makes its output a view "
             "made by BackwardHookFunction; the in-place operation that follows it (out += identity, "
             f"ReLU(inplace=True)) makes the forward fail: {error}",

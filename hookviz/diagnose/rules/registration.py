@@ -1,19 +1,51 @@
-"""Rules that read the hooks before the run: how they were registered and what their code reads."""
+"""Rules that read how the hooks were registered: where, how many copies, what they close over, what is global."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from torch import nn
+from torch import Tensor, nn
 
 from hookviz.diagnose import code
-from hookviz.diagnose.report import LEGACY, clinic
-from hookviz.diagnose.rules import Rule, rule
+from hookviz.diagnose.report import GLOBAL_EVERY_MODEL, LEGACY, clinic
+from hookviz.diagnose.rules.base import Rule, rule
 
 if TYPE_CHECKING:
-    from hookviz.diagnose.runner import Run, Site
+    from hookviz.diagnose.facts import Evidence, Site
 
 GRADIENT_ROLES = ("backward_pre", "backward", "backward_legacy", "tensor", "post_accumulate_grad")
+
+
+def _own(run: Evidence, site: Site) -> tuple[set[str], set[int]]:
+    """What identifies a site's own place and the places above it: their full and short names (and its parameter's
+    name) and the ids of those modules and the parameter. A hook that reads one of these reads its own place."""
+    names: set[str] = set()
+    ids: set[int] = set()
+    if isinstance(site.holder, nn.Parameter):
+        ids.add(id(site.holder))
+        name = site.where.removeprefix("param:")
+        names |= {name, name.rsplit(".", 1)[-1]}
+    module = site.module
+    if module is not None:
+        full = run.names.get(id(module), "")
+        parts = full.split(".") if full and full != "<root>" else []
+        for i in range(len(parts) + 1):
+            prefix = ".".join(parts[:i]) or "<root>"
+            names |= {prefix, prefix.rsplit(".", 1)[-1]}
+        by_name = {n or "<root>": m for n, m in run.model.named_modules()}
+        ids |= {id(by_name[n]) for n in names if n in by_name}
+    return names, ids
+
+
+def _reads_own(value: Any, own: tuple[set[str], set[int]]) -> bool | None:
+    """Whether ``value`` names the site's own place (True), another place (False), or no place at all (None)."""
+    names, ids = own
+    if isinstance(value, (nn.Module, Tensor)):
+        return id(value) in ids
+    if isinstance(value, str):
+        return value in names
+    return None
 
 
 @rule
@@ -26,43 +58,65 @@ class LateBinding(Rule):
     )
     summary = "hooks made in a loop read the loop variable when they run, so all of them see its last value"
 
-    def static(self, run: Run) -> None:
+    def static(self, run: Evidence) -> None:
+        """Hooks of the same code on several places that read one shared variable (the same closure cell, or a
+        global) whose value names one place of the model, not each hook's own, or that the source shows to be
+        the variable of the loop that made them."""
         groups: dict[tuple[str, int], list[Site]] = {}
         for site in run.sites:
             function_code = getattr(code.function_of(site.hook), "__code__", None)
             if function_code is not None:
                 groups.setdefault((site.role, id(function_code)), []).append(site)
-        labels = set(run.names.values()) | {name.rsplit(".", 1)[-1] for name in run.names.values()}
-        for (kind, _), sites in groups.items():
+        for sites in groups.values():
             distinct = [s for i, s in enumerate(sites) if all(s.hook is not t.hook for t in sites[:i])]
             if len({id(s.holder) for s in distinct}) < 2:
                 continue
-            function = code.function_of(distinct[0].hook)
-            variables = dict(code.free_values(function))
-            # a factory gives each hook its own cells: only variables that every hook shares can be stale
-            if not all(code.same_behaviour(distinct[0].hook, s.hook) for s in distinct[1:]):
-                variables = {n: v for n, v in variables.items() if n in function.__code__.co_names}
-            # the hook was written inside a loop and reads that loop's variable (an index, a name, a module);
-            # without the source: the variable now holds a name or a module of the model
-            loops = (code.loop_variables(function) or set()) if variables else set()
-            stale = [
-                name
-                for name, value in variables.items()
-                if not callable(value) or isinstance(value, nn.Module)
-                if name in loops or (isinstance(value, str) and value in labels) or id(value) in run.modules
-            ]
-            if not stale:
+            stale = self._stale(run, distinct)
+            if stale is None:
                 continue
-            value = variables[stale[0]]
-            plain = isinstance(value, (str, int, float))
-            shown = repr(value) if plain else run.names.get(id(value), type(value).__name__)
+            variable, value = stale
+            shown = repr(value) if isinstance(value, (str, int, float)) else (
+                run.place_of(value) or type(value).__name__
+            )
             self.report(
                 run,
                 ", ".join(s.where for s in distinct),
-                f"the {kind} hooks {distinct[0].name} on these modules were made in a loop and read the loop "
-                f"variable {stale[0]!r} when they run: every one of them sees its last value ({shown}), not the "
-                "value of its own module.",
+                f"the {distinct[0].kind_words}s {distinct[0].label} on {', '.join(s.where for s in distinct)} were "
+                f"made in a loop and all read one variable, {variable!r}, when they run: every one of them sees "
+                f"its last value ({shown}), not the value of its own place.",
             )
+
+    @staticmethod
+    def _shared(distinct: list[Site]) -> Iterator[tuple[str, Any]]:
+        """The variables every hook of the group reads from one place: the same closure cell, or a global."""
+        function = code.function_of(distinct[0].hook)
+        function_code = function.__code__
+        cells = [code.cells(code.function_of(s.hook)) or () for s in distinct]
+        for index, name in enumerate(function_code.co_freevars):
+            if all(len(c) > index for c in cells) and all(c[index] is cells[0][index] for c in cells):
+                if code.cell_is_set(cells[0][index]):
+                    yield name, cells[0][index].cell_contents
+        namespace = getattr(function, "__globals__", {})
+        for name in dict.fromkeys(n for c in code.codes(function_code) for n in c.co_names):
+            if name in namespace:
+                yield name, namespace[name]
+
+    def _stale(self, run: Evidence, distinct: list[Site]) -> tuple[str, Any] | None:
+        """A shared variable that names the place of some of these hooks and not of the others (its last value in
+        the loop: one module, one name), or that the source shows to be the loop's own variable."""
+        owns = [_own(run, s) for s in distinct]
+        names = set(run.names.values()) | {n for n, _ in run.model.named_parameters()}
+        loops = code.loop_variables(code.function_of(distinct[0].hook)) or set()
+        for name, value in self._shared(distinct):
+            if callable(value) and not isinstance(value, nn.Module):
+                continue
+            verdicts = [_reads_own(value, own) for own in owns]
+            if True in verdicts and False in verdicts:
+                return name, value  # right for one hook's place, wrong for the others'
+            known = isinstance(value, (nn.Module, Tensor)) and run.place_of(value) is not None
+            if name in loops and (isinstance(value, int) or known or (isinstance(value, str) and value in names)):
+                return name, value  # the loop's own variable (an index, a name, a layer): the source says so
+        return None
 
 
 @rule
@@ -70,21 +124,31 @@ class DuplicateHook(Rule):
     id = "duplicate-hook"
     severity = "warning"
     link = clinic(13)
-    fix = "register once, before the loop, keep the handle and remove it in a finally"
-    summary = "the same hook attached more than once to the same place"
+    fix = (
+        "register once, before the training loop (or in a cell that removes the old handles first), and keep "
+        "the handles to remove them: hookviz.remove_all_hooks(model) clears the copies"
+    )
+    summary = "copies of the same hook attached to the same place (registered again each epoch or cell run)"
 
-    def static(self, run: Run) -> None:
-        for i, site in enumerate(run.sites):
-            for earlier in run.sites[:i]:
-                same_place = earlier.holder is site.holder and earlier.kind is site.kind
-                if same_place and code.same_behaviour(earlier.hook, site.hook):
-                    self.report(
-                        run,
-                        site.where,
-                        f"the same {site.kind.name} hook {site.name} is attached more than once: it runs once per copy "
-                        "(a cell run twice, or a registration inside the training loop).",
-                    )
-                    break
+    def static(self, run: Evidence) -> None:
+        """Hooks on one place that run the same code configured the same way: the same function, or the same
+        factory's closures over equal values, or instances of one class in the same state."""
+        seen: dict[tuple[int, str, tuple[Any, ...]], list[Site]] = {}
+        for site in run.sites:
+            key = (id(site.holder), site.kind.name, code.configuration(site.hook))
+            seen.setdefault(key, []).append(site)
+        for copies in seen.values():
+            if len(copies) < 2:
+                continue
+            site = copies[0]
+            place = "globally" if site.is_global else f"on {site.where}"
+            self.report(
+                run,
+                site.where,
+                f"{len(copies)} copies of the {site.kind_words} {site.label} are attached {place}: each runs on "
+                "every call, so whatever it records or changes happens "
+                f"{len(copies)} times (a registration inside the training loop, a helper or a cell run again).",
+            )
 
 
 @rule
@@ -95,13 +159,13 @@ class LegacyBackwardHook(Rule):
     fix = "register_full_backward_hook, with the same signature"
     summary = "register_backward_hook sees the last autograd node of the module only"
 
-    def static(self, run: Run) -> None:
+    def static(self, run: Evidence) -> None:
         for site in run.sites:
             if site.kind.deprecated and not site.is_global:
                 self.report(
                     run,
                     site.where,
-                    f"{site.name} is a legacy backward hook (register_backward_hook): it fires on the last autograd "
+                    f"{site.label} is a legacy backward hook (register_backward_hook): it fires on the last autograd "
                     "node of the module's forward only, so grad_input can be the gradient of that one operation.",
                 )
         if any(row.kind == "global_backward_legacy" for row in run.global_rows):
@@ -115,6 +179,28 @@ class LegacyBackwardHook(Rule):
 
 
 @rule
+class GlobalHookLeft(Rule):
+    id = "global-hook"
+    severity = "warning"
+    link = GLOBAL_EVERY_MODEL
+    fix = (
+        "keep the handle that register_module_forward_hook returns and call handle.remove() when done (or use a "
+        "with-block, hookviz.HookGroup); to watch one model, hook its modules instead"
+    )
+    summary = "a global module hook is registered: it runs for every module of every model in the process"
+
+    def static(self, run: Evidence) -> None:
+        for site in run.sites:
+            if site.is_global and not site.pytorch_owned:
+                self.report(
+                    run,
+                    "<global>",
+                    f"the global {site.kind_words} {site.label} is registered: it runs for every call of every module "
+                    "of every model in this process, this one included, until its handle is removed.",
+                )
+
+
+@rule
 class FastPathHidesModules(Rule):
     id = "fast-path-hides-modules"
     severity = "warning"
@@ -125,7 +211,7 @@ class FastPathHidesModules(Rule):
     )
     summary = "global forward hooks see nothing inside a TransformerEncoderLayer on its fused fast path"
 
-    def static(self, run: Run) -> None:
+    def static(self, run: Evidence) -> None:
         layers = [m for m in run.model.modules() if isinstance(m, nn.TransformerEncoderLayer)]
         forward_globals = [r for r in run.global_rows if r.kind in ("global_forward", "global_forward_pre")]
         if layers and forward_globals:
@@ -148,7 +234,7 @@ class NestedTensorOutputs(Rule):
     )
     summary = "hooks on the layers of a nested-tensor TransformerEncoder receive NestedTensors"
 
-    def static(self, run: Run) -> None:
+    def static(self, run: Evidence) -> None:
         for encoder in run.model.modules():
             if not isinstance(encoder, nn.TransformerEncoder) or not getattr(encoder, "use_nested_tensor", False):
                 continue
@@ -178,7 +264,7 @@ class ScaledGradients(Rule):
     )
     summary = "under a GradScaler, gradient hooks see scaled gradients"
 
-    def static(self, run: Run) -> None:
+    def static(self, run: Evidence) -> None:
         scaler = run.scaler
         if scaler is None or not scaler.is_enabled():
             return

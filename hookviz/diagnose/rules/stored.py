@@ -1,4 +1,6 @@
-"""Rules that look at what the hooks stored during the run (in their closures, globals, objects, partials)."""
+"""Rules that look at what the hooks stored during the run: in their closures, the globals they read, their bound
+object's attributes (an extractor's ``self.features``), ``functools.partial`` arguments, and the attributes of
+the modules they are attached to (``module.output = output``)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,11 @@ from torch import Tensor
 
 from hookviz.diagnose import code
 from hookviz.diagnose.report import CLONE_DETAIL, MEMORY, clinic
-from hookviz.diagnose.rules import Rule, rule
+from hookviz.diagnose.rules.base import Rule, rule
 
 if TYPE_CHECKING:
-    from hookviz.diagnose.runner import Call, Run, Site
+    from hookviz.diagnose.facts import Call, Site
+    from hookviz.diagnose.facts import Evidence as Run
 
 
 def _new(run: Run, site: Site) -> list[Tensor]:
@@ -21,6 +24,23 @@ def _new(run: Run, site: Site) -> list[Tensor]:
         before = run.stored_before.get(id(site), set())
         run.stored_after[id(site)] = [t for i, t in code.reachable_tensors(site.hook).items() if i not in before]
     return run.stored_after[id(site)]
+
+
+def _module_attributes(run: Run) -> list[tuple[str, Site, Tensor]]:
+    """Tensors that the attributes of modules carrying the learner's hooks hold now and did not before the run
+    (``module.output = out``). Other modules' attributes are the model's own business (a forward that keeps
+    ``self.result``); what a hook keeps elsewhere is found from the hook itself (its globals: ``model.acts``)."""
+    found = []
+    for key, module in run.modules.items():
+        sites = [s for s in run.module_sites(module) if not s.pytorch_owned]
+        if not sites:
+            continue
+        before = run.attributes_before.get(key, set())
+        for name, value in code.user_attributes(module).items():
+            for tensor_id, tensor in code.tensors_in([value]).items():
+                if tensor_id not in before:
+                    found.append((f"{run.names[key]}.{name}", sites[0], tensor))
+    return found
 
 
 @rule
@@ -46,7 +66,8 @@ class StoresParameterView(Rule):
                 self.report(
                     run,
                     site.where,
-                    f"the hook {site.name} stores {shared[0]} without a copy (weight.detach() shares its memory): the "
+                    f"the {site.kind_words} {site.label} stores {shared[0]} without a copy (weight.detach() shares "
+                    "its memory): the "
                     "optimizer updates it in place, so every stored snapshot will equal the final value.",
                 )
 
@@ -65,8 +86,19 @@ class StoredGraph(Rule):
                 self.report(
                     run,
                     site.where,
-                    f"the hook {site.name} stores a tensor that is still part of the autograd graph: it keeps the "
-                    "graph (and its saved activations) alive as long as you keep it, and memory grows every step.",
+                    f"the {site.kind_words} {site.label} on {{places}} stores a tensor that is still part of the "
+                    "autograd graph: it keeps the graph (and its saved activations) alive as long as you keep it, "
+                    "and memory grows every step.",
+                    group=site.name,
+                )
+        for attribute, site, tensor in _module_attributes(run):
+            if tensor.grad_fn is not None:
+                self.report(
+                    run,
+                    site.where,
+                    f"`{attribute}` holds a tensor that is still part of the autograd graph (set while the model "
+                    "ran, next to its hooks): the module keeps the graph and its saved activations alive until "
+                    "the next step replaces it, and a list of them grows every step.",
                 )
 
 
@@ -81,7 +113,7 @@ class StoredOutputEditedLater(Rule):
     def call(self, run: Run, call: Call) -> None:
         if call.site.role == "forward" and call.error is None:
             seen = run.notes.setdefault(self.id, {})
-            seen.setdefault(id(call.site), []).extend((t, t._version) for t, _ in call.received)
+            seen.setdefault(id(call.site), []).extend((r.tensor, r.tensor._version) for r in call.received)
 
     def stored(self, run: Run) -> None:
         seen = run.notes.get(self.id, {})
@@ -95,7 +127,8 @@ class StoredOutputEditedLater(Rule):
                 self.report(
                     run,
                     site.where,
-                    f"the hook {site.name} stores the output without a copy (output.detach() shares its memory), and "
+                    f"the forward hook {site.label} stores the output without a copy (output.detach() shares its "
+                    "memory), and "
                     "an in-place operation after the module (ReLU(inplace=True), out += identity) edits that memory: "
                     "the stored activation is not what the module returned.",
                 )

@@ -1,4 +1,4 @@
-"""Rules that read the run as a whole: how often each module was called, which hooks fired, the backward pass."""
+"""Rules that read the passes as a whole: how often each module was called, which hooks fired, the backward pass."""
 
 from __future__ import annotations
 
@@ -6,14 +6,13 @@ from typing import TYPE_CHECKING
 
 from torch import nn
 
-from hookviz.diagnose.report import FROZEN, NOT_FIRING, clinic
-from hookviz.diagnose.rules import Rule, rule
+from hookviz.diagnose import code
+from hookviz.diagnose.facts import GRADIENT_KINDS
+from hookviz.diagnose.report import FROZEN, IF_YOU_SEE, NOT_FIRING, clinic
+from hookviz.diagnose.rules.base import Rule, rule
 
 if TYPE_CHECKING:
-    from hookviz.diagnose.runner import Run
-
-GRADIENT_KINDS = ("backward_pre", "backward", "backward_legacy", "tensor", "post_accumulate_grad")
-MODULE_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "backward_legacy")
+    from hookviz.diagnose.facts import Evidence as Run
 
 
 @rule
@@ -32,7 +31,7 @@ class FiresInBackward(Rule):
                 self.report(
                     run,
                     site.where,
-                    f"the {site.kind.name} hook {site.name} ran {site.calls - site.calls_in_backward} time(s) in the "
+                    f"the {site.kind_words} {site.label} ran {site.calls - site.calls_in_backward} time(s) in the "
                     f"forward and {site.calls_in_backward} more during backward(): activation checkpointing "
                     "recomputes this module's forward, hooks included.",
                 )
@@ -91,7 +90,7 @@ class HookNeverFires(Rule):
             self.report(
                 run,
                 name,
-                f"the hooks on {name} ({', '.join(s.name for s in sites)}) never fired: {why}.",
+                f"the hooks on {name} ({', '.join(s.label for s in sites)}) never fired: {why}.",
                 fix=fix,
                 link=link,
             )
@@ -124,10 +123,11 @@ class NoGradientReaches(Rule):
             self.report(
                 run,
                 site.where,
-                f"the {site.kind.name} hook {site.name} never fired: {why}"
+                f"the {site.kind_words} {site.label} on {{places}} never fired: {why}"
                 + (" (reentrant checkpointing cut this segment out of the graph)." if checkpoint_warning else "."),
                 fix="use torch.utils.checkpoint(..., use_reentrant=False)" if checkpoint_warning else self.fix,
                 link=clinic(30) if checkpoint_warning else self.link,
+                group=f"{site.name}:{why}",
             )
 
 
@@ -177,3 +177,47 @@ class LossCutsGraph(Rule):
                 "detach, .item() or no_grad inside it): your loss_fn cut the graph, not the model, so no backward "
                 f"pass could run {_unchecked(run)}.",
             )
+
+
+@rule
+class ViewHookNeverFires(Rule):
+    id = "hook-on-parameter-view"
+    severity = "warning"
+    link = NOT_FIRING
+    fix = (
+        "hook the parameter itself and take the part you want inside the hook: "
+        "fc.weight.register_hook(lambda g: print(g[0].norm())) (or return a gradient with only that part changed)"
+    )
+    summary = "a tensor hook on a slice or view of a parameter (fc.weight[0]) never fires"
+
+    def after(self, run: Run) -> None:
+        for name, hook in run.orphan_views:
+            self.report(
+                run,
+                f"param:{name}",
+                f"the tensor hook {code.name_of(hook)} sits on a view of {name} (a slice like {name}[0], or "
+                f"{name}.view(...)), not on {name} itself: the forward computes from the parameter and never uses "
+                "that view, so no gradient ever reaches it and the hook never fires.",
+            )
+
+
+@rule
+class HooksBreakForward(Rule):
+    id = "hooks-break-forward"
+    severity = "error"
+    link = IF_YOU_SEE
+    fix = "leave the hooks out one at a time (handle.remove()) to see which combination breaks the forward"
+    summary = "the forward fails with the hooks and runs without them, and no single hook explains it"
+
+    def stored(self, run: Run) -> None:
+        noted = run.notes.get("hooks-break-forward")
+        if not noted:
+            return
+        error, sites = noted
+        places = ", ".join(dict.fromkeys(s.where for s in sites)) or "<root>"
+        self.report(
+            run,
+            places,
+            f"the forward fails with the hooks on {places} and runs without them, but leaving out any one of them "
+            f"does not help: {type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}",
+        )

@@ -1,0 +1,168 @@
+"""Rules about hooks that raise: in the training step, only under the caller's ``torch.no_grad()``, or only on a
+batch of another size, and hooks that read a gradient before it exists."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hookviz.diagnose.facts import BACKWARD_ROLES, describe
+from hookviz.diagnose.report import EVAL_NO_GRAD, HOOK_RAISES, IF_YOU_SEE, clinic
+from hookviz.diagnose.rules.base import Rule, rule
+
+if TYPE_CHECKING:
+    from hookviz.diagnose.facts import Call, Evidence
+
+MODULE_ROLES = ("forward_pre", "forward", "backward_pre", "backward", "backward_legacy")
+
+
+def received_words(call: Call) -> str:
+    """What a hook received, in words (for the fix of a hook that raises): the learner can rebuild the call."""
+    site, args = call.site, call.args
+    if site.role == "forward" and len(args) >= 3:
+        return f"input {describe(args[1])} and output {describe(args[-1])}"
+    if site.role in ("forward_pre", "backward_pre") and len(args) >= 2:
+        return describe(args[1])
+    if site.role in ("backward", "backward_legacy") and len(args) >= 3:
+        return f"grad_input {describe(args[1])} and grad_output {describe(args[2])}"
+    if args:
+        return describe(args[0])
+    return "no arguments"
+
+
+def read_a_grad(call: Call) -> bool:
+    """The hook read some tensor's ``.grad`` (seen as ``Tensor.grad.__get__`` among the torch functions it called)."""
+    return bool(call.read_grad_of)
+
+
+@rule
+class GradReadTooEarly(Rule):
+    id = "grad-read-too-early"
+    severity = "warning"
+    link = clinic(18)
+    fix = "register_post_accumulate_grad_hook on the parameter (it runs after .grad is written)"
+    summary = "a module backward hook reads .grad before this step's gradients are accumulated"
+
+    def call(self, run: Evidence, call: Call) -> None:
+        site = call.site
+        if site.role not in BACKWARD_ROLES or site.module is None:
+            return
+        own = {id(p) for p in site.module.parameters()}
+        read = [t for t in call.read_grad_of if id(t) in own]
+        if read and (call.error is not None or any(t.grad is None for t in read)):
+            self.report(
+                run,
+                site.where,
+                f"the {site.kind_words} {site.label} on {site.where} reads a parameter's `.grad`, but it runs "
+                "before this step's parameter gradients are accumulated: it sees None, zeros or last step's "
+                "gradient.",
+            )
+
+
+@rule
+class HookRaises(Rule):
+    id = "hook-raises"
+    severity = "error"
+    link = HOOK_RAISES
+    fix = "make the hook work on what it receives; an exception in a hook stops the whole forward or backward"
+    summary = "a hook raises (wrong signature, None entries, unbound variables, frozen tensors ...)"
+    _FIXES = {
+        clinic(3): "use the signature of the kind you register: forward (module, args, output), pre-hook "
+        "(module, args), full backward (module, grad_input, grad_output), tensor (grad)",
+        clinic(4): "with with_kwargs=True: forward hook (module, args, kwargs, output), "
+        "pre-hook (module, args, kwargs)",
+        clinic(5): "the hook's input is the tuple of positional arguments: take args[0]",
+        clinic(6): "the module was called with keywords only: register with with_kwargs=True and find the "
+        "argument by name (inspect.signature(module.forward).bind(*args, **kwargs))",
+        clinic(8): "an entry of a hook's tuple is None when there is nothing: skip None entries",
+        clinic(10): "store into a dict or list the hook mutates, or declare nonlocal / global",
+        clinic(14): "hook only the tensors and parameters that require grad",
+        clinic(18): "read parameter gradients in register_post_accumulate_grad_hook, which runs after .grad is written",
+        clinic(23): "keep None entries of grad_input as None: tuple(None if g is None else g * s for g in grad_input)",
+        clinic(28): "in the forward hook, output.requires_grad_(True) before output.register_hook (or give the "
+        "input requires_grad=True)",
+    }
+
+    def call(self, run: Evidence, call: Call) -> None:
+        if call.error is None or call.reported:
+            return
+        error, site = call.error, call.site
+        link = classify(run, call)
+        fix = self._FIXES.get(link) or f"{self.fix}; here it received {received_words(call)}"
+        self.report(
+            run,
+            site.where,
+            f"the {site.kind_words} {site.label} on {{places}} raises {type(error).__name__}: {_first_line(error)}",
+            fix=fix,
+            link=link,
+            group=f"{site.name}:{type(error).__name__}:{_first_line(error)}",
+        )
+
+
+def classify(run: Evidence, call: Call) -> str:
+    """The clinic section that explains a hook's error, from the error and what the hook did."""
+    error, site, args = call.error, call.site, call.args
+    text = str(error)
+    phase = site.kind.phase
+    if isinstance(error, (UnboundLocalError, NameError)):
+        return clinic(10)
+    if isinstance(error, TypeError) and ("positional argument" in text or "were given" in text):
+        return clinic(4) if site.with_kwargs else clinic(3)
+    if isinstance(error, AttributeError) and "'dict' object" in text and site.with_kwargs:
+        return clinic(4)
+    if isinstance(error, AttributeError) and "'tuple' object" in text and phase == "forward":
+        return clinic(5)
+    if isinstance(error, IndexError) and phase == "forward" and len(args) > 1 and args[1] == ():
+        return clinic(6)
+    if "NoneType" in text and site.role in MODULE_ROLES and read_a_grad(call):
+        return clinic(18) if phase == "backward" else clinic(8)
+    if "NoneType" in text:
+        return clinic(23) if phase == "backward" else clinic(8)
+    if "doesn't require gradient" in text or "does not require grad" in text:
+        trainable = any(p.requires_grad for p in run.model.parameters())
+        return clinic(14) if trainable else clinic(28)
+    return HOOK_RAISES
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [""])[0]
+
+
+@rule
+class RaisesOnlyInContext(Rule):
+    id = "hook-raises-in-context"
+    severity = "error"
+    link = IF_YOU_SEE
+    fix = "make the hook work in every context it runs in: without gradients, and on every batch size"
+    summary = "a hook that works in the training step raises under torch.no_grad() or on a batch of another size"
+    passes = ("caller", "batch")
+
+    def call(self, run: Evidence, call: Call) -> None:
+        if call.error is None:
+            return
+        site, error = call.site, call.error
+        main = run.passes.get("main")
+        if main is not None and any(c.site is site and c.error is not None for c in main.calls):
+            return  # it raises in the training step too: reported there
+        if call.pass_.name == "caller":
+            when = "under torch.no_grad(), where you called diagnose() (a validation loop), but not with gradients on"
+            fix = (
+                "make the hook work without gradients: guard what needs a graph with `if output.requires_grad:` "
+                "(output.register_hook, output.grad_fn ...), or remove the hook before evaluating"
+            )
+            link = EVAL_NO_GRAD
+        else:
+            when = (
+                f"on a batch of {call.pass_.batch} samples, but not on the batch you gave: the last batch of an "
+                "epoch is often smaller"
+            )
+            fix = "use the sizes the hook receives (output.shape[0], output.flatten(1)) instead of fixed numbers"
+            link = self.link
+        self.report(
+            run,
+            site.where,
+            f"the {site.kind_words} {site.label} on {{places}} raises {type(error).__name__} {when}: "
+            f"{_first_line(error)}",
+            fix=fix,
+            link=link,
+            group=f"{site.name}:{call.pass_.name}",
+        )
