@@ -346,7 +346,7 @@ def test_a_hook_that_changes_requires_grad_or_modes_is_found(handles: list[Any])
 
     handles.append(model[2].register_forward_hook(freeze))
     diagnosis = diagnose(model, X)
-    assert diagnosis.kinds() == {"hook-changes-model": 1} and "2 to eval mode" in diagnosis[0].message
+    assert diagnosis.kinds() == {"hook-changes-model": 1} and "2.training = False" in diagnosis[0].message
     assert model[2].training  # put back
 
 

@@ -281,6 +281,7 @@ def _noop3(module: nn.Module, grad_input: Any, grad_output: Any) -> None:
 
 TOKENS = hookviz.make_tiny_batch(2, seed=0)[0]
 SAVED: list[Any] = []
+SAVED_BY_NAME: dict[str, Any] = {}
 
 
 def _data_edit(module: nn.Module, args: Any, output: torch.Tensor) -> None:
@@ -370,7 +371,9 @@ POSITIVE: dict[str, Case] = {
     "fires-in-backward": _simple(
         lambda m: m.block[0].register_forward_hook(_noop), Checkpointed, torch.randn(2, 2, requires_grad=True)
     ),
-    "module-called-twice": _simple(lambda m: m.act.register_forward_hook(_noop), Twice),
+    "module-called-twice": _simple(
+        lambda m: m.act.register_forward_hook(lambda mod, a, o: SAVED_BY_NAME.__setitem__("act", o.detach())), Twice
+    ),
     "hook-never-fires": _simple(lambda m: m.layers.register_forward_hook(_noop), Stack),
     "no-gradient-reaches": _simple(lambda m: m[0].register_full_backward_hook(_noop3), _frozen),
     "no-backward-pass": _simple(lambda m: m.fc.register_full_backward_hook(_noop3), ReturnsNone),
@@ -440,6 +443,7 @@ def _diagnose(build: Case) -> Any:
         for handle in handles:
             handle.remove()
         SAVED.clear()
+        SAVED_BY_NAME.clear()
 
 
 @pytest.mark.parametrize("rule_id", list(POSITIVE))

@@ -66,19 +66,17 @@ def is_cell_file(filename: str) -> bool:
 
 
 def defined_at(hook: Any) -> str:
-    """Where the hook's code was written, without a machine path: ``line 4 of its cell``, ``train.py, line 12``.
-
-    Empty when Python does not know (a builtin, a C function).
-    """
+    """Where the hook's code was written, as a traceback names a place but without a machine path: ``cell:4`` (line
+    4 of a notebook cell), ``train.py:12``. Empty when Python does not know (a builtin, a C function)."""
     function = function_of(hook)
     code = getattr(function, "__code__", None)
     if code is None:
         return ""
     if is_cell_file(code.co_filename):
-        return f"line {code.co_firstlineno} of its cell"
+        return f"cell:{code.co_firstlineno}"
     if code.co_filename.startswith("<"):
         return ""
-    return f"{os.path.basename(code.co_filename)}, line {code.co_firstlineno}"
+    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
 
 
 def codes(code: types.CodeType) -> Iterator[types.CodeType]:
@@ -163,6 +161,21 @@ def user_attributes(obj: Any) -> dict[str, Any]:
     return attributes
 
 
+def class_attributes(obj: Any) -> dict[str, Any]:
+    """The data a person's class keeps for all its instances (``class SaveOutput: outputs = []``): the class
+    attributes of ``obj``'s own classes (not PyTorch's or the standard library's) that are not functions."""
+    found: dict[str, Any] = {}
+    for klass in type(obj).__mro__:
+        module = getattr(klass, "__module__", "") or ""
+        if module.split(".")[0] in ("builtins", "torch", "typing", "abc", "collections", "hookviz"):
+            continue
+        for name, value in vars(klass).items():
+            if not name.startswith("__") and not callable(value) and not isinstance(value, (property, staticmethod,
+                                                                                            classmethod)):
+                found.setdefault(name, value)
+    return found
+
+
 @functools.cache
 def _module_keys() -> frozenset[str]:
     """The attributes PyTorch itself keeps in every module's ``__dict__`` (its parameters, buffers, submodules, hook
@@ -178,6 +191,7 @@ def roots_of(hook: Any) -> list[Any]:
     owner = owner_of(hook)
     if owner is not None:
         roots.append(user_attributes(owner))
+        roots.append(class_attributes(owner))
     roots += unwrap(hook)[1]
     roots += [c.cell_contents for c in (cells(function) or ()) if cell_is_set(c)]
     namespace = getattr(function, "__globals__", {})

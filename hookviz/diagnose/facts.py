@@ -19,6 +19,11 @@ from hookviz.catalogue import HookKind
 from hookviz.diagnose import code
 from hookviz.diagnose.report import Finding
 from hookviz.hooks_table import library_owned
+from hookviz.i18n import N_name
+
+#: Where a grouped finding's places go in its message (the rules write ``f"... on {PLACES} ..."``): one finding for
+#: the same hook doing the same thing on several parameters names them all there.
+PLACES = "{places}"
 
 MODULE_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "backward_legacy")
 TENSOR_KINDS = ("tensor", "post_accumulate_grad")
@@ -63,20 +68,22 @@ def default_loss(output: Any) -> Tensor | None:
 
 
 def describe(value: Any, depth: int = 2) -> str:
-    """A short, release-independent description of a value a hook received or returned (no reprs of tensors)."""
+    """A value a hook received or returned, written like code so that it reads the same in every language and on
+    every release (no tensor reprs): ``Tensor(8, 4, float32)``, ``tuple(Tensor(8, 4, float32), None)``,
+    ``dict(out)``, ``RemovableHandle``."""
     if isinstance(value, Tensor):
         if value.is_nested:
-            return "a nested tensor"
+            return "NestedTensor"
         dtype = str(value.dtype).removeprefix("torch.")
-        return f"a tensor of shape {tuple(value.shape)} ({dtype})"
+        return f"Tensor({', '.join(map(str, value.shape))}{', ' if value.dim() else ''}{dtype})"
     if value is None:
         return "None"
     if isinstance(value, (tuple, list)) and depth > 0:
         items = ", ".join(describe(v, depth - 1) for v in list(value)[:4]) + (", ..." if len(value) > 4 else "")
-        return f"a {type(value).__name__} of {len(value)} ({items})"
+        return f"{type(value).__name__}({items})"
     if isinstance(value, dict):
-        return f"a dict with keys {', '.join(map(str, list(value)[:5]))}"
-    return f"a {type(value).__name__}"
+        return f"dict({', '.join(map(str, list(value)[:5]))})"
+    return type(value).__name__
 
 
 # ----------------------------------------------------------------------------------------------- sites
@@ -102,7 +109,7 @@ class Site:
 
     @property
     def label(self) -> str:
-        """The hook's name and where it was defined: ``save_output (line 4 of its cell)``."""
+        """The hook's name and where it was defined, like a traceback's place: ``save_output (cell:4)``."""
         place = code.defined_at(self.hook)
         return f"{self.name} ({place})" if place else self.name
 
@@ -127,17 +134,17 @@ class Site:
     @property
     def kind_words(self) -> str:
         """The kind as words: ``forward hook``, ``full backward hook``, ``tensor hook`` ..."""
-        return _KIND_WORDS.get(self.role, self.role.replace("_", " ") + " hook")
+        return _KIND_WORDS.get(self.role, self.role)
 
 
 _KIND_WORDS = {
-    "forward_pre": "forward pre-hook",
-    "forward": "forward hook",
-    "backward_pre": "backward pre-hook",
-    "backward": "full backward hook",
-    "backward_legacy": "legacy backward hook",
-    "tensor": "tensor hook",
-    "post_accumulate_grad": "post-accumulate-grad hook",
+    "forward_pre": N_name("forward pre-hook"),
+    "forward": N_name("forward hook"),
+    "backward_pre": N_name("backward pre-hook"),
+    "backward": N_name("full backward hook"),
+    "backward_legacy": N_name("legacy backward hook"),
+    "tensor": N_name("tensor hook"),
+    "post_accumulate_grad": N_name("post-accumulate-grad hook"),
 }
 
 
@@ -164,7 +171,7 @@ class Received:
             return False
         now = self.tensor.detach()
         if now.shape != self.copy.shape or now.dtype != self.copy.dtype:
-            return False
+            return True  # `tensor.data = other` replaced its values (and shape) without a version
         return not torch.equal(now.contiguous().view(-1).view(torch.uint8), self.copy.view(-1).view(torch.uint8))
 
 
@@ -280,7 +287,7 @@ class Evidence:
         self.passes: dict[str, Pass] = {}
         self.findings: list[Finding] = []
         self.notes: dict[str, Any] = {}  # what a rule keeps during the run
-        self.stored_before: dict[int, set[int]] = {}
+        self.stored_before: dict[int, dict[int, bool]] = {}  # id(site) -> {id(tensor): it had a grad_fn}
         self.stored_after: dict[int, list[Tensor]] = {}
         self.attributes_before: dict[int, set[int]] = {}  # id(module) -> ids of the tensors its attributes held
         self.registered: list[tuple[str, Any, str]] = []  # (where, hook, by whom) registered during the run
@@ -348,6 +355,18 @@ class Evidence:
         shown = ", ".join(unique[:-1]) + " and " + unique[-1] if len(unique) > 1 else unique[0]
         template = self.notes[f"group:{key}"]
         self.findings[index] = dataclasses.replace(self.findings[index], message=template.replace("{places}", shown))
+
+    def new_stored(self, site: Site) -> list[Tensor]:
+        """The tensors ``site``'s hook can reach now and could not before the run, or that joined a graph during it
+        (a buffer the hook copied a live output into: ``self.buffer[i] = output``); read once per run and hook."""
+        if id(site) not in self.stored_after:
+            before = self.stored_before.get(id(site), {})
+            self.stored_after[id(site)] = [
+                t
+                for i, t in code.reachable_tensors(site.hook).items()
+                if i not in before or (not before[i] and t.grad_fn is not None)
+            ]
+        return self.stored_after[id(site)]
 
     def has_link(self, link: str) -> bool:
         return any(f.link == link for f in self.findings)

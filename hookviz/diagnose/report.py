@@ -74,7 +74,6 @@ class Finding:
         return None
 
 
-
 def shown_link(link: str, language: str | None = None) -> str:
     """The link as the learner's edition names it: the Chinese notebook (``notebooks/zh/...``) under zh."""
     if (language or get_language()) == "zh" and link.startswith("notebooks/") and not link.startswith("notebooks/zh/"):
@@ -105,7 +104,7 @@ _DETAIL = re.compile(r"^(\d+)\. (.*?)\n   fix: (.*?)(?=\n\d+\. |\Z)", re.DOTALL 
 def localise(printed: str, language: str) -> str:
     """An English printout of a :class:`Diagnosis` (``str(diagnosis)``, as a notebook stored it) as it prints
     in ``language``; text that is not such a printout comes back unchanged (``scripts/make_zh.py`` uses it)."""
-    ending = printed[len(printed.rstrip("\n")):]
+    ending = printed[len(printed.rstrip("\n")) :]
     body = printed.rstrip("\n")
     if body == "no findings":
         return translate(body, language) + ending
@@ -153,7 +152,6 @@ class Diagnosis(list[Finding]):
             link = f'<a href="{html.escape(href)}">{html.escape(f.link.rsplit("/", 1)[-1])}</a>'
             rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + f"<td>{link}</td></tr>")
         return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-
 
     def kinds(self) -> dict[str, int]:
         """How many findings of each kind."""

@@ -56,6 +56,9 @@ _GLOBALS = "torch.nn.modules.module"
 OBSERVED = ("main", "caller", "batch")
 #: At most this many differential passes to find the hook that breaks a run.
 MAX_SUSPECTS = 24
+#: A hook running inside itself this deep (it calls the module it is attached to) is stopped with a RecursionError,
+#: long before Python's own limit, so that the doctor still has the stack to report it.
+MAX_REENTRY = 8
 
 
 class Run:
@@ -70,6 +73,7 @@ class Run:
         self.current: Pass | None = None
         self.internal_error: Exception | None = None
         self._made: list[Pass] = []  # every pass run, to free what they saw (a pass and its calls refer to each other)
+        self._depth: dict[int, int] = {}  # id(site) -> how many of its calls are running now (nested)
         self._thread = threading.get_ident()
         self._collect_sites()
 
@@ -137,13 +141,21 @@ class Run:
                 site.calls_in_backward += backward
             if observed:
                 run._rules("before", current, call)
+            depth = run._depth.get(id(site), 0)
+            run._depth[id(site)] = depth + 1
             try:
+                if depth >= MAX_REENTRY:  # the hook calls its own module again and again: stop it here
+                    raise RecursionError(
+                        f"the hook was entered {depth} times inside itself: it calls the module it is attached to"
+                    )
                 if site.pytorch_owned:  # PyTorch's or another library's own hook: run it as it is, never judged
                     call.result = site.hook(*args, **kwargs)
                 else:
                     call.result = watched_call(call, site.hook, run.model, ev.names)
             except Exception as error:  # a user hook failed: report it, go on without it
                 call.error = error
+            finally:
+                run._depth[id(site)] = depth
             current.calls.append(call)
             if observed:
                 run._rules("call", current, call)
@@ -197,7 +209,9 @@ class Run:
         ev = self.evidence
         for rule in self.rules:
             rule.static(ev)
-        ev.stored_before = {id(s): set(code.reachable_tensors(s.hook)) for s in ev.sites}
+        ev.stored_before = {
+            id(s): {i: t.grad_fn is not None for i, t in code.reachable_tensors(s.hook).items()} for s in ev.sites
+        }
         ev.attributes_before = {id(m): set(code.tensors_in([code.user_attributes(m)])) for m in self.model.modules()}
         ev.orphan_views = _hooked_views(self.model)
 
@@ -217,8 +231,8 @@ class Run:
                     if not ev.caller_grad:
                         self._context("caller", args, kwargs, grad=False, backward=False)
                     smaller = _other_batch(args, kwargs)
-                    if smaller is not None and any(smaller[3] in c.numbers for c in main.calls):
-                        # a hook passed the batch size to a torch function as a number: does it hold it fixed?
+                    if smaller is not None and self._uses_batch_size(main, smaller[3]):
+                        # a hook holds the batch size as a number: does it still work on another one?
                         self._context("batch", *smaller[:2], grad=True, backward=True, batch=smaller[2])
                     self._probe_in_place_edits(main, args, kwargs)
             finally:
@@ -429,6 +443,25 @@ class Run:
                 site, how = culprit
                 ev.culprits.setdefault(id(site), (f"{name}:{phase}:{how}", error, _last_call(p, site)))
             return
+
+    def _uses_batch_size(self, main: Pass, size: int) -> bool:
+        """Whether a hook that ran holds the batch size as a number: it passed it to a torch function
+        (``view(32, -1)``), or it is a constant of its code (``assert out.shape[0] == 32``) or a value it reads
+        (a global ``BATCH = 32``)."""
+        if size < 2 or any(size in c.numbers for c in main.calls):
+            return size >= 2
+        if size < 8:
+            return False  # a small number in a hook's code (`grad * 2`) says nothing about the batch
+        for site in {id(c.site): c.site for c in main.calls}.values():
+            function = code.function_of(site.hook)
+            function_code = getattr(function, "__code__", None)
+            if function_code is None:
+                continue
+            constants = {c for part in code.codes(function_code) for c in part.co_consts if type(c) is int}
+            values = {v for _, v in code.free_values(function) if type(v) is int}
+            if size in constants or size in values:
+                return True
+        return False
 
     def _probe_in_place_edits(self, main: Pass, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """For each gradient hook that edited its gradient in place and did not fail: run once more with the hook

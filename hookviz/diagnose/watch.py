@@ -31,17 +31,22 @@ from hookviz.diagnose.facts import Call, Local, Received, output_tensors
 #: moves no version counter) is seen; bigger ones are only checked through their version.
 COPY_LIMIT = 1 << 20
 
-#: Torch functions that turn a tensor's values into Python values: on a GPU each call waits for the GPU to finish.
-#: (``.cpu()`` is not among them: moving what a hook keeps off the GPU is how the course tells you to save memory.)
+#: A hook on a module watches every weight under that module when they hold at most this many numbers together, else
+#: only the module's own (a copy of each is compared after the call).
+WEIGHT_LIMIT = 1 << 22
+
+#: Torch functions that turn a tensor's values into Python values (on a GPU each call waits for the GPU to finish),
+#: as the code a learner writes: ``bool(tensor)`` is also an ``if`` on a tensor. (``.cpu()`` is not among them:
+#: moving what a hook keeps off the GPU is how the course tells you to save memory.)
 SYNCS = {
     "torch.Tensor.item": ".item()",
     "torch.Tensor.tolist": ".tolist()",
-    "torch.Tensor.__bool__": "bool(tensor) (an `if` on a tensor)",
+    "torch.Tensor.__bool__": "bool(tensor)",
     "torch.Tensor.__float__": "float(tensor)",
     "torch.Tensor.__int__": "int(tensor)",
-    "torch.Tensor.__index__": "a tensor used as an index",
-    "torch.Tensor.__format__": "a tensor formatted in a string",
-    "torch.Tensor.__repr__": "print(tensor)",
+    "torch.Tensor.__index__": "operator.index(tensor)",
+    "torch.Tensor.__format__": "format(tensor)",
+    "torch.Tensor.__repr__": "repr(tensor)",
 }
 _GRAD_READ = "torch.Tensor.grad.__get__"
 
@@ -201,6 +206,9 @@ def _watched_weights(site: Any) -> list[Tensor]:
     if site.role == "post_accumulate_grad":
         return []
     if site.module is not None and site.role != "tensor":
+        every = [p for p in site.module.parameters() if not is_lazy(p)]
+        if sum(p.numel() for p in every) <= WEIGHT_LIMIT:
+            return every  # its own and its submodules' (a hook on a block, or on the model, clipping all weights)
         return [p for p in site.module.parameters(recurse=False) if not is_lazy(p)]
     holder = site.holder
     return [holder] if isinstance(holder, nn.Parameter) and not is_lazy(holder) else []
@@ -215,10 +223,10 @@ def _changes(model: nn.Module, before: tuple[list[bool], list[bool]], names: dic
     changed = []
     for module, was in zip(model.modules(), modes, strict=False):
         if module.training != was:
-            changed.append(f"{names.get(id(module), '?')} to {'train' if module.training else 'eval'} mode")
+            changed.append(f"{names.get(id(module), '?')}.training = {module.training}")
     for (name, param), was in zip(model.named_parameters(), grads, strict=False):
         if param.requires_grad != was:
-            changed.append(f"{name}.requires_grad to {param.requires_grad}")
+            changed.append(f"{name}.requires_grad = {param.requires_grad}")
     return changed
 
 
@@ -271,7 +279,7 @@ def _locals(reader: _FrameReader, log: _OpLog, argument_ids: set[int], targets: 
         if any(i in derived for i in inputs):
             derived.update(outputs)
         for output in outputs:
-            made.setdefault(output, index)
+            made[output] = index  # the last tensor made with this id (a freed temporary's id is reused)
         for position, tensor_id in enumerate(inputs):
             if not (position == 0 and _in_place(name)):
                 reads.setdefault(tensor_id, []).append(index)

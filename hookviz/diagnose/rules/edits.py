@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hookviz.diagnose.facts import PLACES
 from hookviz.diagnose.report import DO_NOT_MODIFY, PRE_HOOK_IN_PLACE, clinic
 from hookviz.diagnose.rules.base import Rule, rule
+from hookviz.i18n import N_, N_name
 
 if TYPE_CHECKING:
     from hookviz.diagnose.facts import Call, Evidence
@@ -25,17 +27,20 @@ class OutputEditedInPlace(Rule):
     id = "output-edited-in-place"
     severity = "error"
     link = clinic(15)
-    fix = "return a new tensor (output * 2, output.clamp(...)) instead of editing in place"
-    summary = "a forward hook edits the module's output in place"
+    fix = N_("return a new tensor (output * 2, output.clamp(...)) instead of editing in place")
+    summary = N_("a forward hook edits the module's output in place")
 
     def call(self, run: Evidence, call: Call) -> None:
         if call.site.role == "forward" and call.edited("output"):
             self.report(
                 run,
                 call.site.where,
-                f"the forward hook {call.site.label} on {call.site.where} edits the module's output in place: when a "
-                "layer saved that output for backward (ReLU, Tanh, Sigmoid ...), backward() fails with 'modified "
-                "by an inplace operation'; elsewhere the edit silently changes what later hooks see.",
+                N_(
+                    f"the forward hook {call.site.label} on {call.site.where} edits the module's output in place: "
+                    "when a "
+                    "layer saved that output for backward (ReLU, Tanh, Sigmoid ...), backward() fails with 'modified "
+                    "by an inplace operation'; elsewhere the edit silently changes what later hooks see."
+                ),
             )
 
 
@@ -44,17 +49,20 @@ class InputEditedInPlace(Rule):
     id = "input-edited-in-place"
     severity = "warning"
     link = PRE_HOOK_IN_PLACE
-    fix = "return new arguments instead: return (args[0] * 2,) (a pre-hook's return value replaces the arguments)"
-    summary = "a forward pre-hook edits the module's input in place (the caller's tensor)"
+    fix = N_("return new arguments instead: return (args[0] * 2,) (a pre-hook's return value replaces the arguments)")
+    summary = N_("a forward pre-hook edits the module's input in place (the caller's tensor)")
 
     def call(self, run: Evidence, call: Call) -> None:
         if call.site.role in ("forward_pre", "forward") and not call.site.pytorch_owned and call.edited("input"):
             self.report(
                 run,
                 call.site.where,
-                f"the {call.site.kind_words} {call.site.label} on {call.site.where} edits the module's input in place: "
-                "that tensor is the previous layer's output (or your batch), so the edit changes it for every "
-                "other reader, and backward() fails when an operation saved it.",
+                N_(
+                    f"the {call.site.kind_words} {call.site.label} on {call.site.where} edits the module's input in "
+                    "place: "
+                    "that tensor is the previous layer's output (or your batch), so the edit changes it for every "
+                    "other reader, and backward() fails when an operation saved it."
+                ),
             )
 
 
@@ -63,11 +71,11 @@ class EditedThroughData(Rule):
     id = "edit-through-data"
     severity = "warning"
     link = clinic(15)
-    fix = (
+    fix = N_(
         "return a new tensor from the hook (output * mask, grad.clamp(-1, 1)) instead of writing through .data: "
         "autograd then knows what happened"
     )
-    summary = "a hook changes the values of what it received through .data: autograd never sees the edit"
+    summary = N_("a hook changes the values of what it received through .data: autograd never sees the edit")
 
     def call(self, run: Evidence, call: Call) -> None:
         site = call.site
@@ -76,21 +84,29 @@ class EditedThroughData(Rule):
         edited = [r for r in call.received if r.edited_unseen() and r.what != "weight"]
         if not edited:
             return
-        what = {"gradient": "the gradient", "output": "the module's output", "input": "the module's input"}.get(
-            edited[0].what, "what it received"
-        )
+        what = {
+            "gradient": N_name("the gradient"),
+            "output": N_name("the module's output"),
+            "input": N_name("the module's input"),
+        }.get(edited[0].what, N_name("what it received"))
         consequence = (
-            "backward() then computes with values it did not save and raises nothing: the gradients are silently "
-            "wrong"
+            N_name(
+                "backward() then computes with values it did not save and raises nothing: the gradients are "
+                "silently wrong"
+            )
             if site.role in ("forward", "forward_pre")
-            else "autograd's own checks (an expanded gradient, a tensor another branch still reads) cannot stop it, "
-            "so when the gradient is shared the edit silently changes other gradients too"
+            else N_name(
+                "autograd's own checks (an expanded gradient, a tensor another branch still reads) cannot stop it, "
+                "so when the gradient is shared the edit silently changes other gradients too"
+            )
         )
         self.report(
             run,
             site.where,
-            f"the {site.kind_words} {site.label} on {{places}} changes the values of {what} through .data (or under "
-            f"torch.no_grad()), which moves no version counter: {consequence}.",
+            N_(
+                f"the {site.kind_words} {site.label} on {PLACES} changes the values of {what} through .data (or under "
+                f"torch.no_grad()), which moves no version counter: {consequence}."
+            ),
             group=site.name,
         )
 
@@ -100,11 +116,11 @@ class GradientEditedInPlace(Rule):
     id = "gradient-edited-in-place"
     severity = "warning"
     link = DO_NOT_MODIFY
-    fix = (
+    fix = N_(
         "return a new gradient instead of editing the argument: `return grad * 0.5` in a tensor hook, "
         "`return tuple(None if g is None else g * 0.5 for g in grad_input)` in a backward hook"
     )
-    summary = "a gradient hook edits the gradient it receives in place (mul_, clamp_, +=, [...] =)"
+    summary = N_("a gradient hook edits the gradient it receives in place (mul_, clamp_, +=, [...] =)")
     _FAILS = ("single memory location", "modified by an inplace", "is being modified inplace", "in-place")
 
     def call(self, run: Evidence, call: Call) -> None:
@@ -117,9 +133,11 @@ class GradientEditedInPlace(Rule):
             self.report(
                 run,
                 site.where,
-                f"the {site.kind_words} {site.label} on {{places}} edits the gradient it receives in place, and "
-                f"then fails: {type(call.error).__name__}: {(text.splitlines() or [''])[0]} (a gradient can be an "
-                "expanded view, one memory cell for many elements, which PyTorch refuses to write into).",
+                N_(
+                    f"the {site.kind_words} {site.label} on {PLACES} edits the gradient it receives in place, and "
+                    f"then fails: {type(call.error).__name__}: {(text.splitlines() or [''])[0]} (a gradient can be an "
+                    "expanded view, one memory cell for many elements, which PyTorch refuses to write into)."
+                ),
                 severity="error",
                 group=f"{site.name}:fails",
             )
@@ -135,19 +153,23 @@ class GradientEditedInPlace(Rule):
                 self.report(
                     run,
                     site.where,
-                    f"the {site.kind_words} {site.label} on {{places}} edits the gradient it receives in place, and "
-                    f"that tensor is shared: the edit also changes the gradient of {', '.join(effects[:4])}"
-                    f"{' ...' if len(effects) > 4 else ''} (compared with the same hook returning an edited copy).",
+                    N_(
+                        f"the {site.kind_words} {site.label} on {PLACES} edits the gradient it receives in place, and "
+                        f"that tensor is shared: the edit also changes the gradient of {', '.join(effects[:4])}"
+                        f"{' ...' if len(effects) > 4 else ''} (compared with the same hook returning an edited copy)."
+                    ),
                     group=f"{site.name}:shared",
                 )
             else:
                 self.report(
                     run,
                     site.where,
-                    f"the {site.kind_words} {site.label} on {{places}} edits the gradient it receives in place. "
-                    "Here that works: the gradients are exactly those of the same hook returning an edited copy "
-                    "(PyTorch's documentation still says a hook should not modify its argument: it fails on an "
-                    "expanded gradient and changes other gradients when the tensor is shared).",
+                    N_(
+                        f"the {site.kind_words} {site.label} on {PLACES} edits the gradient it receives in place. "
+                        "Here that works: the gradients are exactly those of the same hook returning an edited copy "
+                        "(PyTorch's documentation still says a hook should not modify its argument: it fails on an "
+                        "expanded gradient and changes other gradients when the tensor is shared)."
+                    ),
                     severity="info",
                     group=f"{site.name}:works",
                 )
@@ -158,16 +180,18 @@ class HookEditsParameter(Rule):
     id = "hook-edits-parameter"
     severity = "error"
     link = clinic(19)
-    fix = "edit param.grad inside the hook (param.grad.mul_(0.5))"
-    summary = "a post-accumulate-grad hook edits the parameter, thinking it receives the gradient"
+    fix = N_("edit param.grad inside the hook (param.grad.mul_(0.5))")
+    summary = N_("a post-accumulate-grad hook edits the parameter, thinking it receives the gradient")
 
     def call(self, run: Evidence, call: Call) -> None:
         if call.site.role == "post_accumulate_grad" and (call.edited() or call.edited_unseen()):
             self.report(
                 run,
                 call.site.where,
-                f"the post-accumulate-grad hook {call.site.label} on {{places}} edits the parameter itself in place: "
-                "it receives the parameter, not its gradient, so the weights change and .grad does not.",
+                N_(
+                    f"the post-accumulate-grad hook {call.site.label} on {PLACES} edits the parameter itself in place: "
+                    "it receives the parameter, not its gradient, so the weights change and .grad does not."
+                ),
                 group=call.site.name,
             )
 
@@ -177,11 +201,11 @@ class HookEditsWeights(Rule):
     id = "hook-edits-weights"
     severity = "warning"
     link = clinic(19)
-    fix = (
+    fix = N_(
         "keep weights out of hooks: change them between steps (with torch.no_grad(): ...), or make the constraint "
         "part of the model with torch.nn.utils.parametrize, which autograd and the optimizer see"
     )
-    summary = "a hook changes its module's weights (in place or through .data) while the model runs"
+    summary = N_("a hook changes its module's weights (in place or through .data) while the model runs")
 
     def call(self, run: Evidence, call: Call) -> None:
         site = call.site
@@ -191,11 +215,13 @@ class HookEditsWeights(Rule):
         if not changed:
             return
         names = [p for p in (run.place_of(t) for t in changed) if p]
-        shown = ", ".join(n.removeprefix("param:") for n in names) or "its module's weights"
+        shown = ", ".join(n.removeprefix("param:") for n in names) or site.where
         self.report(
             run,
             site.where,
-            f"the {site.kind_words} {site.label} on {site.where} changes {shown} while the model runs: the "
-            "optimizer's state and this step's gradients were computed for other values, and a change through "
-            ".data is invisible to autograd.",
+            N_(
+                f"the {site.kind_words} {site.label} on {site.where} changes {shown} while the model runs: the "
+                "optimizer's state and this step's gradients were computed for other values, and a change through "
+                ".data is invisible to autograd."
+            ),
         )

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from hookviz.diagnose.report import IF_YOU_SEE, clinic
 from hookviz.diagnose.rules.base import Rule, rule
+from hookviz.i18n import N_
 
 if TYPE_CHECKING:
     from hookviz.diagnose.facts import Evidence as Run
@@ -16,11 +17,11 @@ class InplaceAfterBackwardHook(Rule):
     id = "inplace-after-backward-hook"
     severity = "error"
     link = clinic(24)
-    fix = (
+    fix = N_(
         "take the gradient with a tensor hook on the output, registered from a forward hook; or make "
         "the next operation out-of-place"
     )
-    summary = "an in-place operation after a module with a full backward hook makes the forward fail"
+    summary = N_("an in-place operation after a module with a full backward hook makes the forward fail")
 
     def forward_failed(self, run: Run, error: Exception) -> bool:
         if "BackwardHookFunction" not in str(error) or "inplace" not in str(error):
@@ -28,9 +29,11 @@ class InplaceAfterBackwardHook(Rule):
         self.report(
             run,
             run.main.last_backward_hooked or "<root>",
-            "this module has a full backward hook (or backward pre-hook), which makes its output a view "
-            "made by BackwardHookFunction; the in-place operation that follows it (out += identity, "
-            f"ReLU(inplace=True)) makes the forward fail: {error}",
+            N_(
+                "this module has a full backward hook (or backward pre-hook), which makes its output a view "
+                "made by BackwardHookFunction; the in-place operation that follows it (out += identity, "
+                f"ReLU(inplace=True)) makes the forward fail: {error}"
+            ),
         )
         return True
 
@@ -40,8 +43,8 @@ class BackwardFails(Rule):
     id = "backward-fails"
     severity = "error"
     link = IF_YOU_SEE
-    fix = "look the error up in the clinic's index by symptom"
-    summary = "backward() fails (a hook returned the wrong thing, or edited a saved tensor in place)"
+    fix = N_("look the error up in the clinic's index by symptom")
+    summary = N_("backward() fails (a hook returned the wrong thing, or edited a saved tensor in place)")
 
     def backward_failed(self, run: Run, error: Exception) -> bool:
         text = str(error)
@@ -52,5 +55,5 @@ class BackwardFails(Rule):
         else:
             link, fix = self.link, self.fix
         if not run.has_link(link):
-            self.report(run, "backward", f"backward() fails: {type(error).__name__}: {text}", fix=fix, link=link)
+            self.report(run, "backward", N_(f"backward() fails: {type(error).__name__}: {text}"), fix=fix, link=link)
         return True

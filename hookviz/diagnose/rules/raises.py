@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hookviz.diagnose.facts import BACKWARD_ROLES, describe
+from torch import nn
+
+from hookviz.diagnose.facts import BACKWARD_ROLES, PLACES, describe
 from hookviz.diagnose.report import EVAL_NO_GRAD, HOOK_RAISES, IF_YOU_SEE, clinic
 from hookviz.diagnose.rules.base import Rule, rule
+from hookviz.i18n import N_
 
 if TYPE_CHECKING:
     from hookviz.diagnose.facts import Call, Evidence
@@ -16,17 +19,11 @@ MODULE_ROLES = ("forward_pre", "forward", "backward_pre", "backward", "backward_
 
 
 def received_words(call: Call) -> str:
-    """What a hook received, in words (for the fix of a hook that raises): the learner can rebuild the call."""
-    site, args = call.site, call.args
-    if site.role == "forward" and len(args) >= 3:
-        return f"input {describe(args[1])} and output {describe(args[-1])}"
-    if site.role in ("forward_pre", "backward_pre") and len(args) >= 2:
-        return describe(args[1])
-    if site.role in ("backward", "backward_legacy") and len(args) >= 3:
-        return f"grad_input {describe(args[1])} and grad_output {describe(args[2])}"
-    if args:
-        return describe(args[0])
-    return "no arguments"
+    """The call the hook received, written like code (for the fix of a hook that raises): the learner can rebuild
+    it, ``hook(Linear, tuple(Tensor(8, 4, float32)), Tensor(8, 2, float32))``."""
+    parts = [type(a).__name__ if isinstance(a, nn.Module) else describe(a) for a in call.args]
+    parts += [f"{k}={describe(v)}" for k, v in call.kwargs.items()]
+    return f"{call.site.name}({', '.join(parts)})"
 
 
 def read_a_grad(call: Call) -> bool:
@@ -39,8 +36,8 @@ class GradReadTooEarly(Rule):
     id = "grad-read-too-early"
     severity = "warning"
     link = clinic(18)
-    fix = "register_post_accumulate_grad_hook on the parameter (it runs after .grad is written)"
-    summary = "a module backward hook reads .grad before this step's gradients are accumulated"
+    fix = N_("register_post_accumulate_grad_hook on the parameter (it runs after .grad is written)")
+    summary = N_("a module backward hook reads .grad before this step's gradients are accumulated")
 
     def call(self, run: Evidence, call: Call) -> None:
         site = call.site
@@ -52,9 +49,11 @@ class GradReadTooEarly(Rule):
             self.report(
                 run,
                 site.where,
-                f"the {site.kind_words} {site.label} on {site.where} reads a parameter's `.grad`, but it runs "
-                "before this step's parameter gradients are accumulated: it sees None, zeros or last step's "
-                "gradient.",
+                N_(
+                    f"the {site.kind_words} {site.label} on {site.where} reads a parameter's `.grad`, but it runs "
+                    "before this step's parameter gradients are accumulated: it sees None, zeros or last step's "
+                    "gradient."
+                ),
             )
 
 
@@ -63,8 +62,8 @@ class HookRaises(Rule):
     id = "hook-raises"
     severity = "error"
     link = HOOK_RAISES
-    fix = "make the hook work on what it receives; an exception in a hook stops the whole forward or backward"
-    summary = "a hook raises (wrong signature, None entries, unbound variables, frozen tensors ...)"
+    fix = N_("make the hook work on what it receives; an exception in a hook stops the whole forward or backward")
+    summary = N_("a hook raises (wrong signature, None entries, unbound variables, frozen tensors ...)")
     _FIXES = {
         clinic(3): "use the signature of the kind you register: forward (module, args, output), pre-hook "
         "(module, args), full backward (module, grad_input, grad_output), tensor (grad)",
@@ -87,11 +86,17 @@ class HookRaises(Rule):
             return
         error, site = call.error, call.site
         link = classify(run, call)
-        fix = self._FIXES.get(link) or f"{self.fix}; here it received {received_words(call)}"
+        if isinstance(error, RecursionError):
+            fix = N_(
+                "do not call the module a hook is attached to from inside that hook (each call fires the hook again): "
+                "use the output the hook receives"
+            )
+        else:
+            fix = self._FIXES.get(link) or N_(f"{self.fix}; here it received {received_words(call)}")
         self.report(
             run,
             site.where,
-            f"the {site.kind_words} {site.label} on {{places}} raises {type(error).__name__}: {_first_line(error)}",
+            N_(f"the {site.kind_words} {site.label} on {PLACES} raises {type(error).__name__}: {_first_line(error)}"),
             fix=fix,
             link=link,
             group=f"{site.name}:{type(error).__name__}:{_first_line(error)}",
@@ -132,8 +137,8 @@ class RaisesOnlyInContext(Rule):
     id = "hook-raises-in-context"
     severity = "error"
     link = IF_YOU_SEE
-    fix = "make the hook work in every context it runs in: without gradients, and on every batch size"
-    summary = "a hook that works in the training step raises under torch.no_grad() or on a batch of another size"
+    fix = N_("make the hook work in every context it runs in: without gradients, and on every batch size")
+    summary = N_("a hook that works in the training step raises under torch.no_grad() or on a batch of another size")
     passes = ("caller", "batch")
 
     def call(self, run: Evidence, call: Call) -> None:
@@ -144,24 +149,28 @@ class RaisesOnlyInContext(Rule):
         if main is not None and any(c.site is site and c.error is not None for c in main.calls):
             return  # it raises in the training step too: reported there
         if call.pass_.name == "caller":
-            when = "under torch.no_grad(), where you called diagnose() (a validation loop), but not with gradients on"
-            fix = (
+            message = N_(
+                f"the {site.kind_words} {site.label} on {PLACES} raises {type(error).__name__} under "
+                "torch.no_grad(), where you called diagnose() (a validation loop), but not with gradients on: "
+                f"{_first_line(error)}"
+            )
+            fix = N_(
                 "make the hook work without gradients: guard what needs a graph with `if output.requires_grad:` "
                 "(output.register_hook, output.grad_fn ...), or remove the hook before evaluating"
             )
             link = EVAL_NO_GRAD
         else:
-            when = (
-                f"on a batch of {call.pass_.batch} samples, but not on the batch you gave: the last batch of an "
-                "epoch is often smaller"
+            message = N_(
+                f"the {site.kind_words} {site.label} on {PLACES} raises {type(error).__name__} on a batch of "
+                f"{call.pass_.batch} samples, but not on the batch you gave (the last batch of an epoch is often "
+                f"smaller): {_first_line(error)}"
             )
-            fix = "use the sizes the hook receives (output.shape[0], output.flatten(1)) instead of fixed numbers"
+            fix = N_("use the sizes the hook receives (output.shape[0], output.flatten(1)) instead of fixed numbers")
             link = self.link
         self.report(
             run,
             site.where,
-            f"the {site.kind_words} {site.label} on {{places}} raises {type(error).__name__} {when}: "
-            f"{_first_line(error)}",
+            message,
             fix=fix,
             link=link,
             group=f"{site.name}:{call.pass_.name}",

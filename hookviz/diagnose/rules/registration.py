@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from hookviz.diagnose import code
 from hookviz.diagnose.report import GLOBAL_EVERY_MODEL, LEGACY, clinic
 from hookviz.diagnose.rules.base import Rule, rule
+from hookviz.i18n import N_
 
 if TYPE_CHECKING:
     from hookviz.diagnose.facts import Evidence, Site
@@ -53,10 +54,10 @@ class LateBinding(Rule):
     id = "late-binding"
     severity = "warning"
     link = clinic(1)
-    fix = (
+    fix = N_(
         "bind the value when the hook is made: a factory function, functools.partial or a default argument (name=name)"
     )
-    summary = "hooks made in a loop read the loop variable when they run, so all of them see its last value"
+    summary = N_("hooks made in a loop read the loop variable when they run, so all of them see its last value")
 
     def static(self, run: Evidence) -> None:
         """Hooks of the same code on several places that read one shared variable (the same closure cell, or a
@@ -75,15 +76,17 @@ class LateBinding(Rule):
             if stale is None:
                 continue
             variable, value = stale
-            shown = repr(value) if isinstance(value, (str, int, float)) else (
-                run.place_of(value) or type(value).__name__
+            shown = (
+                repr(value) if isinstance(value, (str, int, float)) else (run.place_of(value) or type(value).__name__)
             )
             self.report(
                 run,
                 ", ".join(s.where for s in distinct),
-                f"the {distinct[0].kind_words}s {distinct[0].label} on {', '.join(s.where for s in distinct)} were "
-                f"made in a loop and all read one variable, {variable!r}, when they run: every one of them sees "
-                f"its last value ({shown}), not the value of its own place.",
+                N_(
+                    f"the {distinct[0].kind_words}s {distinct[0].label} on {', '.join(s.where for s in distinct)} were "
+                    f"made in a loop and all read one variable, {variable!r}, when they run: every one of them sees "
+                    f"its last value ({shown}), not the value of its own place."
+                ),
             )
 
     @staticmethod
@@ -124,11 +127,11 @@ class DuplicateHook(Rule):
     id = "duplicate-hook"
     severity = "warning"
     link = clinic(13)
-    fix = (
+    fix = N_(
         "register once, before the training loop (or in a cell that removes the old handles first), and keep "
         "the handles to remove them: hookviz.remove_all_hooks(model) clears the copies"
     )
-    summary = "copies of the same hook attached to the same place (registered again each epoch or cell run)"
+    summary = N_("copies of the same hook attached to the same place (registered again each epoch or cell run)")
 
     def static(self, run: Evidence) -> None:
         """Hooks on one place that run the same code configured the same way: the same function, or the same
@@ -141,14 +144,21 @@ class DuplicateHook(Rule):
             if len(copies) < 2:
                 continue
             site = copies[0]
-            place = "globally" if site.is_global else f"on {site.where}"
-            self.report(
-                run,
-                site.where,
-                f"{len(copies)} copies of the {site.kind_words} {site.label} are attached {place}: each runs on "
-                "every call, so whatever it records or changes happens "
-                f"{len(copies)} times (a registration inside the training loop, a helper or a cell run again).",
+            count, words, label = len(copies), site.kind_words, site.label
+            message = (
+                N_(
+                    f"{count} copies of the {words} {label} are attached globally: each runs on every call, so "
+                    f"whatever it records or changes happens {count} times (a registration inside the training loop, "
+                    "a helper or a cell run again)."
+                )
+                if site.is_global
+                else N_(
+                    f"{count} copies of the {words} {label} are attached on {site.where}: each runs on every call, "
+                    f"so whatever it records or changes happens {count} times (a registration inside the training "
+                    "loop, a helper or a cell run again)."
+                )
             )
+            self.report(run, site.where, message)
 
 
 @rule
@@ -156,8 +166,8 @@ class LegacyBackwardHook(Rule):
     id = "legacy-backward-hook"
     severity = "warning"
     link = LEGACY
-    fix = "register_full_backward_hook, with the same signature"
-    summary = "register_backward_hook sees the last autograd node of the module only"
+    fix = N_("register_full_backward_hook, with the same signature")
+    summary = N_("register_backward_hook sees the last autograd node of the module only")
 
     def static(self, run: Evidence) -> None:
         for site in run.sites:
@@ -165,16 +175,21 @@ class LegacyBackwardHook(Rule):
                 self.report(
                     run,
                     site.where,
-                    f"{site.label} is a legacy backward hook (register_backward_hook): it fires on the last autograd "
-                    "node of the module's forward only, so grad_input can be the gradient of that one operation.",
+                    N_(
+                        f"{site.label} is a legacy backward hook (register_backward_hook): it fires on the last "
+                        "autograd "
+                        "node of the module's forward only, so grad_input can be the gradient of that one operation."
+                    ),
                 )
         if any(row.kind == "global_backward_legacy" for row in run.global_rows):
             self.report(
                 run,
                 "<global>",
-                "a global legacy backward hook (register_module_backward_hook) sees the last autograd node of "
-                "each module only.",
-                fix="register_module_full_backward_hook",
+                N_(
+                    "a global legacy backward hook (register_module_backward_hook) sees the last autograd node of "
+                    "each module only."
+                ),
+                fix=N_("register_module_full_backward_hook"),
             )
 
 
@@ -183,11 +198,11 @@ class GlobalHookLeft(Rule):
     id = "global-hook"
     severity = "warning"
     link = GLOBAL_EVERY_MODEL
-    fix = (
+    fix = N_(
         "keep the handle that register_module_forward_hook returns and call handle.remove() when done (or use a "
         "with-block, hookviz.HookGroup); to watch one model, hook its modules instead"
     )
-    summary = "a global module hook is registered: it runs for every module of every model in the process"
+    summary = N_("a global module hook is registered: it runs for every module of every model in the process")
 
     def static(self, run: Evidence) -> None:
         for site in run.sites:
@@ -195,8 +210,11 @@ class GlobalHookLeft(Rule):
                 self.report(
                     run,
                     "<global>",
-                    f"the global {site.kind_words} {site.label} is registered: it runs for every call of every module "
-                    "of every model in this process, this one included, until its handle is removed.",
+                    N_(
+                        f"the global {site.kind_words} {site.label} is registered: it runs for every call of every "
+                        "module "
+                        "of every model in this process, this one included, until its handle is removed."
+                    ),
                 )
 
 
@@ -205,11 +223,11 @@ class FastPathHidesModules(Rule):
     id = "fast-path-hides-modules"
     severity = "warning"
     link = clinic(32)
-    fix = (
+    fix = N_(
         "register the hooks on the submodules you want (that keeps the layer off its fast path), or "
         "torch.backends.mha.set_fastpath_enabled(False) around the run"
     )
-    summary = "global forward hooks see nothing inside a TransformerEncoderLayer on its fused fast path"
+    summary = N_("global forward hooks see nothing inside a TransformerEncoderLayer on its fused fast path")
 
     def static(self, run: Evidence) -> None:
         layers = [m for m in run.model.modules() if isinstance(m, nn.TransformerEncoderLayer)]
@@ -218,8 +236,10 @@ class FastPathHidesModules(Rule):
             self.report(
                 run,
                 ", ".join(run.names[id(m)] for m in layers),
-                "in eval mode under torch.no_grad() these TransformerEncoderLayers can run as one fused kernel and "
-                "call none of their submodules: your global forward hooks then see nothing inside them.",
+                N_(
+                    "in eval mode under torch.no_grad() these TransformerEncoderLayers can run as one fused kernel and "
+                    "call none of their submodules: your global forward hooks then see nothing inside them."
+                ),
             )
 
 
@@ -228,11 +248,11 @@ class NestedTensorOutputs(Rule):
     id = "nested-tensor-outputs"
     severity = "warning"
     link = clinic(33)
-    fix = (
+    fix = N_(
         "pad it back in the hook (output.to_padded_tensor(0.0) when output.is_nested), or build the "
         "encoder with enable_nested_tensor=False"
     )
-    summary = "hooks on the layers of a nested-tensor TransformerEncoder receive NestedTensors"
+    summary = N_("hooks on the layers of a nested-tensor TransformerEncoder receive NestedTensors")
 
     def static(self, run: Evidence) -> None:
         for encoder in run.model.modules():
@@ -247,9 +267,11 @@ class NestedTensorOutputs(Rule):
                 self.report(
                     run,
                     ", ".join(dict.fromkeys(hooked)),
-                    "with a src_key_padding_mask, in eval mode under torch.no_grad(), this encoder packs the batch "
-                    "into a nested tensor: these hooks then receive a NestedTensor, on which output.shape and "
-                    "slicing fail.",
+                    N_(
+                        "with a src_key_padding_mask, in eval mode under torch.no_grad(), this encoder packs the batch "
+                        "into a nested tensor: these hooks then receive a NestedTensor, on which output.shape and "
+                        "slicing fail."
+                    ),
                 )
 
 
@@ -258,11 +280,11 @@ class ScaledGradients(Rule):
     id = "scaled-gradients"
     severity = "warning"
     link = clinic(27)
-    fix = (
+    fix = N_(
         "call scaler.unscale_(optimizer) and clip with clip_grad_norm_ after backward(); log in an "
         "optimizer step pre-hook"
     )
-    summary = "under a GradScaler, gradient hooks see scaled gradients"
+    summary = N_("under a GradScaler, gradient hooks see scaled gradients")
 
     def static(self, run: Evidence) -> None:
         scaler = run.scaler
@@ -273,7 +295,9 @@ class ScaledGradients(Rule):
             self.report(
                 run,
                 ", ".join(dict.fromkeys(hooked)),
-                "under this GradScaler the gradient hooks here run during backward(), before unscale_: "
-                "they see gradients multiplied by the scale (65,536 at first); norms logged are that much "
-                "too big and clipping there is undone by unscaling.",
+                N_(
+                    "under this GradScaler the gradient hooks here run during backward(), before unscale_: "
+                    "they see gradients multiplied by the scale (65,536 at first); norms logged are that much "
+                    "too big and clipping there is undone by unscaling."
+                ),
             )

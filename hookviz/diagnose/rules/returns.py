@@ -13,7 +13,7 @@ from torch import Tensor
 from torch.utils.hooks import RemovableHandle
 
 from hookviz.capture import iter_tensors
-from hookviz.diagnose.facts import describe, output_tensors
+from hookviz.diagnose.facts import PLACES, describe, output_tensors
 from hookviz.diagnose.report import (
     POST_ACCUMULATE_RETURN,
     REPLACE_OUTPUT,
@@ -23,29 +23,31 @@ from hookviz.diagnose.report import (
     clinic,
 )
 from hookviz.diagnose.rules.base import Rule, rule
+from hookviz.i18n import N_, N_name
 
 if TYPE_CHECKING:
     from hookviz.diagnose.facts import Call, Evidence, Site
 
 #: What a hook's return value takes the place of, by role.
 REPLACES = {
-    "tensor": "the gradient",
-    "forward": "the module's output",
-    "forward_pre": "the module's positional arguments",
+    "tensor": N_name("the gradient"),
+    "forward": N_name("the module's output"),
+    "forward_pre": N_name("the module's positional arguments"),
     "backward": "grad_input",
     "backward_pre": "grad_output",
     "backward_legacy": "grad_input",
 }
 #: What a hook of each role may return (the fix when it returns something else).
 MAY_RETURN = {
-    "tensor": "return None, or a tensor of the gradient's shape and dtype",
-    "forward": "return None (a hook that only records), or a value of the output's structure, shape and dtype",
-    "forward_pre": "return None, or a tuple of new positional arguments (with with_kwargs=True: a pair "
-    "(args, kwargs))",
-    "backward": "return None, or a tuple with one entry per grad_input entry (None or a tensor of its shape)",
-    "backward_pre": "return None, or a tuple with one entry per grad_output entry (None or a tensor of its shape)",
-    "backward_legacy": "return None, or a tuple with one entry per grad_input entry",
-    "post_accumulate_grad": "return None: edit param.grad in place",
+    "tensor": N_("return None, or a tensor of the gradient's shape and dtype"),
+    "forward": N_("return None (a hook that only records), or a value of the output's structure, shape and dtype"),
+    "forward_pre": N_(
+        "return None, or a tuple of new positional arguments (with with_kwargs=True: a pair (args, kwargs))"
+    ),
+    "backward": N_("return None, or a tuple with one entry per grad_input entry (None or a tensor of its shape)"),
+    "backward_pre": N_("return None, or a tuple with one entry per grad_output entry (None or a tensor of its shape)"),
+    "backward_legacy": N_("return None, or a tuple with one entry per grad_input entry"),
+    "post_accumulate_grad": N_("return None: edit param.grad in place"),
 }
 
 
@@ -54,8 +56,8 @@ class HookReturnsHandle(Rule):
     id = "hook-returns-handle"
     severity = "error"
     link = clinic(26)
-    fix = "a def that registers the tensor hook and returns nothing"
-    summary = "a forward hook returns the RemovableHandle of output.register_hook(...)"
+    fix = N_("a def that registers the tensor hook and returns nothing")
+    summary = N_("a forward hook returns the RemovableHandle of output.register_hook(...)")
 
     def call(self, run: Evidence, call: Call) -> None:
         if call.site.role in ("forward", "forward_pre") and isinstance(call.result, RemovableHandle):
@@ -63,9 +65,11 @@ class HookReturnsHandle(Rule):
             self.report(
                 run,
                 call.site.where,
-                f"the {call.site.kind_words} {call.site.label} on {call.site.where} returns a RemovableHandle "
-                "(a lambda returning output.register_hook(...)): what a forward hook returns replaces the output, "
-                "so the next layer receives the handle.",
+                N_(
+                    f"the {call.site.kind_words} {call.site.label} on {call.site.where} returns a RemovableHandle "
+                    "(a lambda returning output.register_hook(...)): what a forward hook returns replaces the output, "
+                    "so the next layer receives the handle."
+                ),
             )
 
 
@@ -74,8 +78,8 @@ class HookReturnsInput(Rule):
     id = "hook-returns-input"
     severity = "error"
     link = REPLACE_OUTPUT
-    fix = "return None to leave the output alone, or return a new output computed from `output`"
-    summary = "a forward hook returns the module's input: the module's work is thrown away"
+    fix = N_("return None to leave the output alone, or return a new output computed from `output`")
+    summary = N_("a forward hook returns the module's input: the module's work is thrown away")
 
     def call(self, run: Evidence, call: Call) -> None:
         site, result = call.site, call.result
@@ -90,9 +94,11 @@ class HookReturnsInput(Rule):
             self.report(
                 run,
                 site.where,
-                f"the forward hook {site.label} on {site.where} returns the module's input ({describe(result)}) "
-                "instead of its output: the returned value replaces the output, so the module's own work is "
-                "thrown away and the next layer receives what this one received.",
+                N_(
+                    f"the forward hook {site.label} on {site.where} returns the module's input ({describe(result)}) "
+                    "instead of its output: the returned value replaces the output, so the module's own work is "
+                    "thrown away and the next layer receives what this one received."
+                ),
             )
 
 
@@ -101,8 +107,8 @@ class HookChangesStructure(Rule):
     id = "hook-changes-structure"
     severity = "error"
     link = clinic(7)
-    fix = "return the same structure, changing only the entry you mean: (hidden * 2, *rest)"
-    summary = "a forward hook returns a bare tensor where the module returned a tuple"
+    fix = N_("return the same structure, changing only the entry you mean: (hidden * 2, *rest)")
+    summary = N_("a forward hook returns a bare tensor where the module returned a tuple")
 
     def call(self, run: Evidence, call: Call) -> None:
         result = call.result
@@ -114,9 +120,11 @@ class HookChangesStructure(Rule):
             self.report(
                 run,
                 call.site.where,
-                f"the forward hook {call.site.label} on {call.site.where} returns {describe(result, 0)} where the "
-                f"module returned {describe(output, 0)}: the returned value replaces the whole output, so the "
-                "code after the module unpacks the wrong thing.",
+                N_(
+                    f"the forward hook {call.site.label} on {call.site.where} returns {describe(result, 0)} where the "
+                    f"module returned {describe(output, 0)}: the returned value replaces the whole output, so the "
+                    "code after the module unpacks the wrong thing."
+                ),
             )
 
 
@@ -125,8 +133,8 @@ class HookCutsGraph(Rule):
     id = "hook-cuts-graph"
     severity = "error"
     link = clinic(11)
-    fix = "a hook that stores returns nothing: stored.append(output.detach()) without `return`"
-    summary = "a forward hook returns output.detach(): no gradient flows back through the module"
+    fix = N_("a hook that stores returns nothing: stored.append(output.detach()) without `return`")
+    summary = N_("a forward hook returns output.detach(): no gradient flows back through the module")
 
     def call(self, run: Evidence, call: Call) -> None:
         if call.site.role != "forward" or call.result is None or call.neutralised or not call.pass_.grad:
@@ -138,9 +146,11 @@ class HookCutsGraph(Rule):
             self.report(
                 run,
                 call.site.where,
-                f"the forward hook {call.site.label} on {call.site.where} returns a tensor that needs no gradient "
-                "(output.detach()?): it replaces the output, so no gradient flows back through this module and the "
-                "layers before it stop learning.",
+                N_(
+                    f"the forward hook {call.site.label} on {call.site.where} returns a tensor that needs no "
+                    "gradient (output.detach()?): it replaces the output, so no gradient flows back through this "
+                    "module and the layers before it stop learning."
+                ),
             )
 
 
@@ -149,8 +159,8 @@ class OutputReplacedByAnotherShape(Rule):
     id = "output-replaced"
     severity = "warning"
     link = REPLACE_OUTPUT
-    fix = "return a tensor of the output's shape and dtype (or None to leave the output alone)"
-    summary = "a forward hook replaces the output with a tensor of another shape or dtype"
+    fix = N_("return a tensor of the output's shape and dtype (or None to leave the output alone)")
+    summary = N_("a forward hook replaces the output with a tensor of another shape or dtype")
 
     def call(self, run: Evidence, call: Call) -> None:
         site, result = call.site, call.result
@@ -163,8 +173,10 @@ class OutputReplacedByAnotherShape(Rule):
             self.report(
                 run,
                 site.where,
-                f"the forward hook {site.label} on {site.where} replaces the output, {describe(output)}, with "
-                f"{describe(result)}: every layer after it now computes on a value of another shape or type.",
+                N_(
+                    f"the forward hook {site.label} on {site.where} replaces the output, {describe(output)}, with "
+                    f"{describe(result)}: every layer after it now computes on a value of another shape or type."
+                ),
             )
 
 
@@ -173,8 +185,8 @@ class BadGradientReturn(Rule):
     id = "bad-gradient-return"
     severity = "error"
     link = clinic(21)
-    fix = "return None (compute summaries separately) or a tensor of the same shape and dtype"
-    summary = "a tensor hook returns something other than None or a gradient of the same shape and dtype"
+    fix = N_("return None (compute summaries separately) or a tensor of the same shape and dtype")
+    summary = N_("a tensor hook returns something other than None or a gradient of the same shape and dtype")
 
     def call(self, run: Evidence, call: Call) -> None:
         result = call.result
@@ -187,9 +199,11 @@ class BadGradientReturn(Rule):
         self.report(
             run,
             call.site.where,
-            f"the tensor hook {call.site.label} on {{places}} returns {describe(result)} for a gradient that is "
-            f"{describe(grad)}: what a tensor hook returns replaces the gradient, and backward() refuses another "
-            "size or type.",
+            N_(
+                f"the tensor hook {call.site.label} on {PLACES} returns {describe(result)} for a gradient that is "
+                f"{describe(grad)}: what a tensor hook returns replaces the gradient, and backward() refuses another "
+                "size or type."
+            ),
             group=f"{call.site.name}:{describe(result)}",
         )
 
@@ -199,8 +213,8 @@ class BadBackwardReturn(Rule):
     id = "bad-backward-return"
     severity = "error"
     link = WHAT_CAN_CHANGE
-    fix = "return None, or a tuple with one entry (None or a tensor of the same shape) per gradient received"
-    summary = "a module backward hook or backward pre-hook returns what backward() refuses"
+    fix = N_("return None, or a tuple with one entry (None or a tensor of the same shape) per gradient received")
+    summary = N_("a module backward hook or backward pre-hook returns what backward() refuses")
 
     def call(self, run: Evidence, call: Call) -> None:
         site, result = call.site, call.result
@@ -215,8 +229,10 @@ class BadBackwardReturn(Rule):
         self.report(
             run,
             site.where,
-            f"the {site.kind_words} {site.label} on {site.where} returns {describe(result)} for {what}, which is "
-            f"{describe(received)}: {problem}, so backward() fails.",
+            N_(
+                f"the {site.kind_words} {site.label} on {site.where} returns {describe(result)} for {what}, which is "
+                f"{describe(received)}: {problem}, so backward() fails."
+            ),
             fix=MAY_RETURN[site.role],
         )
 
@@ -224,16 +240,16 @@ class BadBackwardReturn(Rule):
 def _gradient_tuple_problem(result: Any, received: Any) -> str | None:
     """Why ``result`` cannot replace the gradient tuple ``received`` (None when it can)."""
     if not isinstance(result, (tuple, list)):
-        return "a backward hook must return a tuple (one entry per gradient), not a bare value"
+        return N_name("a backward hook must return a tuple (one entry per gradient), not a bare value")
     if len(result) != len(received):
-        return f"it has {len(result)} entries where {len(received)} are needed"
+        return N_name(f"it has {len(result)} entries where {len(received)} are needed")
     for new, old in zip(result, received, strict=True):
         if new is None or old is None:
             continue
         if not isinstance(new, Tensor):
-            return f"an entry is {describe(new)}, not a tensor"
+            return N_name(f"an entry is {describe(new)}, not a tensor")
         if new.shape != old.shape:
-            return f"an entry has shape {tuple(new.shape)} where the gradient has {tuple(old.shape)}"
+            return N_name(f"an entry has shape {tuple(new.shape)} where the gradient has {tuple(old.shape)}")
     return None
 
 
@@ -242,8 +258,8 @@ class PreHookKeywordsReturn(Rule):
     id = "pre-hook-return"
     severity = "error"
     link = RETURN_NEW_ARGS
-    fix = "with with_kwargs=True return None or a pair (args, kwargs): return args, {**kwargs, 'mask': mask}"
-    summary = "a forward pre-hook registered with with_kwargs=True returns something other than (args, kwargs)"
+    fix = N_("with with_kwargs=True return None or a pair (args, kwargs): return args, {**kwargs, 'mask': mask}")
+    summary = N_("a forward pre-hook registered with with_kwargs=True returns something other than (args, kwargs)")
 
     def call(self, run: Evidence, call: Call) -> None:
         site, result = call.site, call.result
@@ -255,9 +271,11 @@ class PreHookKeywordsReturn(Rule):
         self.report(
             run,
             site.where,
-            f"the forward pre-hook {site.label} on {site.where} was registered with with_kwargs=True and returns "
-            f"{describe(result)}: PyTorch needs None or a pair (new_args, new_kwargs) from it, and the forward "
-            "fails.",
+            N_(
+                f"the forward pre-hook {site.label} on {site.where} was registered with with_kwargs=True and returns "
+                f"{describe(result)}: PyTorch needs None or a pair (new_args, new_kwargs) from it, and the forward "
+                "fails."
+            ),
         )
 
 
@@ -266,8 +284,8 @@ class PostAccumulateReturns(Rule):
     id = "post-accumulate-returns"
     severity = "error"
     link = POST_ACCUMULATE_RETURN
-    fix = "return nothing: a def whose body edits param.grad (a lambda returns what its expression gives)"
-    summary = "a post-accumulate-grad hook returns a value: backward() fails"
+    fix = N_("return nothing: a def whose body edits param.grad (a lambda returns what its expression gives)")
+    summary = N_("a post-accumulate-grad hook returns a value: backward() fails")
 
     def call(self, run: Evidence, call: Call) -> None:
         if call.site.role == "post_accumulate_grad" and call.error is None and call.result is not None:
@@ -275,9 +293,11 @@ class PostAccumulateReturns(Rule):
             self.report(
                 run,
                 call.site.where,
-                f"the post-accumulate-grad hook {call.site.label} on {{places}} returns {describe(call.result)} "
-                "(a lambda returns its expression, p.grad.mul_(0.5) included): PyTorch requires None from these "
-                "hooks, and backward() fails with 'post accumulate grad hooks should return None'.",
+                N_(
+                    f"the post-accumulate-grad hook {call.site.label} on {PLACES} returns {describe(call.result)} "
+                    "(a lambda returns its expression, p.grad.mul_(0.5) included): PyTorch requires None from these "
+                    "hooks, and backward() fails with 'post accumulate grad hooks should return None'."
+                ),
                 group=call.site.name,
             )
 
@@ -287,8 +307,10 @@ class ReturnForgotten(Rule):
     id = "return-forgotten"
     severity = "warning"
     link = WHAT_CAN_CHANGE
-    fix = "return the new value (return grad_input, return output, return grad): a hook returning None changes nothing"
-    summary = "a hook computes a new gradient, output or input from its arguments and throws it away"
+    fix = N_(
+        "return the new value (return grad_input, return output, return grad): a hook returning None changes nothing"
+    )
+    summary = N_("a hook computes a new gradient, output or input from its arguments and throws it away")
     _LINKS = {"tensor": RETURN_REPLACES, "forward": REPLACE_OUTPUT, "forward_pre": RETURN_NEW_ARGS}
 
     def call(self, run: Evidence, call: Call) -> None:
@@ -301,26 +323,31 @@ class ReturnForgotten(Rule):
         if not dropped:
             return
         local = dropped[0]
-        shape = f"{tuple(local.shape)} ({str(local.dtype).removeprefix('torch.')})"
-        what = f"a tensor of shape {shape}" if not local.parts else f"a {local.parts}-tuple of tensors like {shape}"
+        dtype = str(local.dtype).removeprefix("torch.")
+        shape = f"Tensor({', '.join(map(str, local.shape))}{', ' if local.shape else ''}{dtype})"
+        what = shape if not local.parts else f"{local.parts} × {shape}"
         self.report(
             run,
             site.where,
-            f"the {site.kind_words} {site.label} on {{places}} computes `{local.name}`, {what} like "
-            f"{REPLACES[site.role]}, from its arguments, then returns None and throws it away: only what a hook "
-            f"returns replaces {REPLACES[site.role]}, so this hook changes nothing.",
+            N_(
+                f"the {site.kind_words} {site.label} on {PLACES} computes `{local.name}` ({what}) like "
+                f"{REPLACES[site.role]} from its arguments, then returns None and throws it away: only what a hook "
+                f"returns replaces {REPLACES[site.role]}, so this hook changes nothing."
+            ),
             link=self._LINKS.get(site.role, self.link),
-            fix=_return_fix(site, local.name),
+            fix=_return_fix(site, local.name, bool(local.parts)),
             group=f"{site.name}:{local.name}",
         )
 
 
-def _return_fix(site: Site, name: str) -> str:
+def _return_fix(site: Site, name: str, is_tuple: bool) -> str:
+    if is_tuple:
+        return N_(f"end the hook with `return {name}`")
     if site.role in ("forward_pre",):
-        return f"end the hook with `return ({name},)` (a tuple of the new positional arguments)"
+        return N_(f"end the hook with `return ({name},)` (a tuple of the new positional arguments)")
     if site.role in ("backward", "backward_pre", "backward_legacy"):
-        return f"end the hook with `return ({name},)` (a tuple with one entry per gradient; None keeps one)"
-    return f"end the hook with `return {name}`"
+        return N_(f"end the hook with `return ({name},)` (a tuple with one entry per gradient; None keeps one)")
+    return N_(f"end the hook with `return {name}`")
 
 
 @rule
@@ -328,33 +355,34 @@ class ReturnBreaksRun(Rule):
     id = "return-breaks-run"
     severity = "error"
     link = WHAT_CAN_CHANGE
-    fix = "make the hook return None (to only record) or a value of the structure, shape and dtype it replaces"
-    summary = "a hook's return value (or what it does) makes the forward or the backward fail; found by leaving it out"
-    _WHEN = {
-        "main": "",
-        "caller": " under torch.no_grad() (how you called diagnose(), as in a validation loop)",
-        "batch": " on a batch of another size (the last batch of an epoch is often smaller)",
-    }
+    fix = N_("make the hook return None (to only record) or a value of the structure, shape and dtype it replaces")
+    summary = N_(
+        "a hook's return value (or what it does) makes the forward or the backward fail; found by leaving it out"
+    )
 
     def after(self, run: Evidence) -> None:
         sites = {id(s): s for s in run.sites}
         for key, (tag, error, call) in run.culprits.items():
             site = sites[key]
             pass_name, phase, how = tag.split(":")
-            when = self._WHEN.get(pass_name, "")
             failure = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}"
+            step = N_name("forward") if phase == "forward" else N_name("backward")
+            when = {
+                "caller": N_name("under torch.no_grad() (how you called diagnose(), as in a validation loop)"),
+                "batch": N_name("on a batch of another size (the last batch of an epoch is often smaller)"),
+            }.get(pass_name, N_name("in the training step"))
             if how == "ignored" and call is not None:
                 received = call.args[-1] if site.role == "forward" else (call.args[1] if len(call.args) > 1 else None)
-                message = (
-                    f"the {phase} fails{when} because of the {site.kind_words} {site.label} on {site.where}: it "
-                    f"returns {describe(call.result)} in place of {REPLACES.get(site.role, 'the value')}, which is "
-                    f"{describe(received)}; without that return value the {phase} runs. The failure: {failure}"
+                message = N_(
+                    f"the {step} fails {when} because of the {site.kind_words} {site.label} on {site.where}: it "
+                    f"returns {describe(call.result)} in place of {REPLACES.get(site.role, site.role)}, which is "
+                    f"{describe(received)}; without that return value the {step} runs. The failure: {failure}"
                 )
                 fix = MAY_RETURN.get(site.role, self.fix)
             else:
-                message = (
-                    f"the {phase} fails{when} because of the {site.kind_words} {site.label} on {site.where}: "
-                    f"without it the {phase} runs. The failure: {failure}"
+                message = N_(
+                    f"the {step} fails {when} because of the {site.kind_words} {site.label} on {site.where}: "
+                    f"without it the {step} runs. The failure: {failure}"
                 )
-                fix = "make the hook work on what it receives here, or leave it out of this run"
+                fix = N_("make the hook work on what it receives here, or leave it out of this run")
             self.report(run, site.where, message, fix=fix)

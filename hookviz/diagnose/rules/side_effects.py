@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 from torch import Tensor
 
 from hookviz.diagnose import code
+from hookviz.diagnose.facts import PLACES
 from hookviz.diagnose.report import WHAT_CAN_CHANGE
 from hookviz.diagnose.rules.base import Rule, rule
+from hookviz.i18n import N_
 
 if TYPE_CHECKING:
     from hookviz.diagnose.facts import Call, Evidence
@@ -23,11 +25,11 @@ class DeviceSync(Rule):
     id = "device-sync"
     severity = "warning"
     link = FAQ_SPEED
-    fix = (
+    fix = N_(
         "keep the values on the device in the hook (stats.append(output.detach().mean())) and turn them into "
         "numbers once, after the step or the epoch (torch.stack(stats).tolist())"
     )
-    summary = (
+    summary = N_(
         "a hook turns a tensor into a Python value on every call (.item(), print, an `if` on a tensor): on a GPU "
         "each call waits for the GPU (a warning when the model is on one, a note on the CPU)"
     )
@@ -40,16 +42,24 @@ class DeviceSync(Rule):
             t.device.type for t in call.args if isinstance(t, Tensor)
         }
         on_device = bool(devices - {"cpu", "meta"})
-        where = (
-            "this model runs on a GPU, where each one waits for all queued work to finish"
+        syncs = ", ".join(call.syncs)
+        message = (
+            N_(
+                f"the {site.kind_words} {site.label} on {PLACES} calls {syncs} every time it runs, turning a tensor "
+                "into a Python value: this model runs on a GPU, where each one waits for all queued work to finish, "
+                "once per call and layer, so training slows down."
+            )
             if on_device
-            else "on the CPU that costs nothing, but on a GPU each one waits for all queued work to finish"
+            else N_(
+                f"the {site.kind_words} {site.label} on {PLACES} calls {syncs} every time it runs, turning a tensor "
+                "into a Python value: on the CPU that costs nothing, but on a GPU each one waits for all queued work "
+                "to finish, once per call and layer, so training slows down."
+            )
         )
         self.report(
             run,
             site.where,
-            f"the {site.kind_words} {site.label} on {{places}} calls {', '.join(call.syncs)} every time it runs, "
-            f"turning a tensor into a Python value: {where}, once per call and layer, so training slows down.",
+            message,
             severity="warning" if on_device else "info",
             group=site.name,
         )
@@ -60,11 +70,11 @@ class HookChangesModel(Rule):
     id = "hook-changes-model"
     severity = "warning"
     link = WHAT_CAN_CHANGE
-    fix = (
+    fix = N_(
         "set modes and requires_grad once, outside the hooks (model.eval(), p.requires_grad_(False) before "
         "training); a hook should observe the step, not reconfigure the model while it runs"
     )
-    summary = "a hook changes a module's train/eval mode or a parameter's requires_grad while the model runs"
+    summary = N_("a hook changes a module's train/eval mode or a parameter's requires_grad while the model runs")
 
     def call(self, run: Evidence, call: Call) -> None:
         if not call.changed or call.site.pytorch_owned:
@@ -74,8 +84,10 @@ class HookChangesModel(Rule):
         self.report(
             run,
             site.where,
-            f"the {site.kind_words} {site.label} on {site.where} changes the model while it runs: it set "
-            f"{changes}. Everything after it in this step (and every later step) runs with that change.",
+            N_(
+                f"the {site.kind_words} {site.label} on {site.where} changes the model while it runs: it set "
+                f"{changes}. Everything after it in this step (and every later step) runs with that change."
+            ),
         )
 
 
@@ -84,19 +96,29 @@ class RegistersDuringRun(Rule):
     id = "registers-hooks-every-call"
     severity = "warning"
     link = RERUN_STACKS
-    fix = (
+    fix = N_(
         "register the hook once, outside forward() and outside other hooks (keep its handle); for the gradient of "
         "an intermediate tensor made in forward(), tensor.register_hook on that tensor is fine"
     )
-    summary = "the forward (or a hook) registers a hook on a module or parameter every time it runs: they pile up"
+    summary = N_("the forward (or a hook) registers a hook on a module or parameter every time it runs: they pile up")
 
     def after(self, run: Evidence) -> None:
         for where, hook, by_whom in run.registered:
-            who = f"the hook {by_whom}" if by_whom else "the model's forward()"
+            name = code.name_of(hook)
+            message = (
+                N_(
+                    f"the hook {by_whom} registers a hook ({name}) on {PLACES} every time it runs: after N steps N "
+                    "copies are attached, each running on every call (the doctor removed the ones its run added)."
+                )
+                if by_whom
+                else N_(
+                    f"the model's forward() registers a hook ({name}) on {PLACES} every time it runs: after N steps "
+                    "N copies are attached, each running on every call (the doctor removed the ones its run added)."
+                )
+            )
             self.report(
                 run,
                 where,
-                f"{who} registers a hook ({code.name_of(hook)}) on {{places}} every time it runs: after N steps N "
-                "copies are attached, each running on every call (the doctor removed the ones its run added).",
+                message,
                 group=f"{code.name_of(hook)}:{by_whom}",
             )

@@ -10,20 +10,14 @@ import torch
 from torch import Tensor
 
 from hookviz.diagnose import code
+from hookviz.diagnose.facts import PLACES
 from hookviz.diagnose.report import CLONE_DETAIL, MEMORY, clinic
 from hookviz.diagnose.rules.base import Rule, rule
+from hookviz.i18n import N_
 
 if TYPE_CHECKING:
     from hookviz.diagnose.facts import Call, Site
     from hookviz.diagnose.facts import Evidence as Run
-
-
-def _new(run: Run, site: Site) -> list[Tensor]:
-    """The tensors the hook can reach now and could not before the run (read once per run and hook)."""
-    if id(site) not in run.stored_after:
-        before = run.stored_before.get(id(site), set())
-        run.stored_after[id(site)] = [t for i, t in code.reachable_tensors(site.hook).items() if i not in before]
-    return run.stored_after[id(site)]
 
 
 def _module_attributes(run: Run) -> list[tuple[str, Site, Tensor]]:
@@ -48,8 +42,8 @@ class StoresParameterView(Rule):
     id = "stores-parameter-view"
     severity = "warning"
     link = clinic(20)
-    fix = "store weight.detach().clone()"
-    summary = "a hook stores a parameter without a copy: every snapshot equals the final value"
+    fix = N_("store weight.detach().clone()")
+    summary = N_("a hook stores a parameter without a copy: every snapshot equals the final value")
 
     def stored(self, run: Run) -> None:
         storages = {}
@@ -59,16 +53,18 @@ class StoresParameterView(Rule):
         for site in run.sites:
             shared = [
                 storages[t.untyped_storage().data_ptr()]
-                for t in _new(run, site)
+                for t in run.new_stored(site)
                 if not t.is_nested and t.device.type != "meta" and t.untyped_storage().data_ptr() in storages
             ]
             if shared:
                 self.report(
                     run,
                     site.where,
-                    f"the {site.kind_words} {site.label} stores {shared[0]} without a copy (weight.detach() shares "
-                    "its memory): the "
-                    "optimizer updates it in place, so every stored snapshot will equal the final value.",
+                    N_(
+                        f"the {site.kind_words} {site.label} stores {shared[0]} without a copy (weight.detach() shares "
+                        "its memory): the "
+                        "optimizer updates it in place, so every stored snapshot will equal the final value."
+                    ),
                 )
 
 
@@ -77,18 +73,20 @@ class StoredGraph(Rule):
     id = "stored-graph"
     severity = "warning"
     link = MEMORY
-    fix = "store output.detach() (and .cpu() for long runs)"
-    summary = "a hook stores a tensor that is still part of the autograd graph (memory grows every step)"
+    fix = N_("store output.detach() (and .cpu() for long runs)")
+    summary = N_("a hook stores a tensor that is still part of the autograd graph (memory grows every step)")
 
     def stored(self, run: Run) -> None:
         for site in run.sites:
-            if any(t.grad_fn is not None for t in _new(run, site)):
+            if any(t.grad_fn is not None for t in run.new_stored(site)):
                 self.report(
                     run,
                     site.where,
-                    f"the {site.kind_words} {site.label} on {{places}} stores a tensor that is still part of the "
-                    "autograd graph: it keeps the graph (and its saved activations) alive as long as you keep it, "
-                    "and memory grows every step.",
+                    N_(
+                        f"the {site.kind_words} {site.label} on {PLACES} stores a tensor that is still part of the "
+                        "autograd graph: it keeps the graph (and its saved activations) alive as long as you keep it, "
+                        "and memory grows every step."
+                    ),
                     group=site.name,
                 )
         for attribute, site, tensor in _module_attributes(run):
@@ -96,9 +94,11 @@ class StoredGraph(Rule):
                 self.report(
                     run,
                     site.where,
-                    f"`{attribute}` holds a tensor that is still part of the autograd graph (set while the model "
-                    "ran, next to its hooks): the module keeps the graph and its saved activations alive until "
-                    "the next step replaces it, and a list of them grows every step.",
+                    N_(
+                        f"`{attribute}` holds a tensor that is still part of the autograd graph (set while the model "
+                        "ran, next to its hooks): the module keeps the graph and its saved activations alive until "
+                        "the next step replaces it, and a list of them grows every step."
+                    ),
                 )
 
 
@@ -107,8 +107,8 @@ class StoredOutputEditedLater(Rule):
     id = "stored-output-edited"
     severity = "warning"
     link = CLONE_DETAIL
-    fix = "store output.detach().clone() (detach() alone shares the output's memory)"
-    summary = "a hook stores output.detach(), and a later in-place operation (ReLU(inplace=True), +=) edits it"
+    fix = N_("store output.detach().clone() (detach() alone shares the output's memory)")
+    summary = N_("a hook stores output.detach(), and a later in-place operation (ReLU(inplace=True), +=) edits it")
 
     def call(self, run: Run, call: Call) -> None:
         if call.site.role == "forward" and call.error is None:
@@ -122,15 +122,18 @@ class StoredOutputEditedLater(Rule):
             if not outputs:
                 continue
             edited = {t.untyped_storage().data_ptr() for t, version in outputs if t._version != version and _plain(t)}
-            stored = [t for t in _new(run, site) if t.grad_fn is None and _plain(t)]
+            stored = [t for t in run.new_stored(site) if t.grad_fn is None and _plain(t)]
             if any(t.untyped_storage().data_ptr() in edited for t in stored):
                 self.report(
                     run,
                     site.where,
-                    f"the forward hook {site.label} stores the output without a copy (output.detach() shares its "
-                    "memory), and "
-                    "an in-place operation after the module (ReLU(inplace=True), out += identity) edits that memory: "
-                    "the stored activation is not what the module returned.",
+                    N_(
+                        f"the forward hook {site.label} stores the output without a copy (output.detach() shares its "
+                        "memory), and "
+                        "an in-place operation after the module (ReLU(inplace=True), out += identity) edits that "
+                        "memory: "
+                        "the stored activation is not what the module returned."
+                    ),
                 )
 
 
