@@ -385,3 +385,99 @@ def test_a_run_leaves_no_graph_alive(handles: list[Any]) -> None:
     handles.append(model[0].register_forward_hook(lambda m, a, o: outs.append(weakref.ref(o))))
     diagnose(model, X)
     assert outs and all(ref() is None for ref in outs)
+
+
+# ------------------------------------------------------------------------- more evidence, more realistic code
+
+
+def test_a_tensor_hook_registered_inside_a_forward_hook_is_watched_too(handles: list[Any]) -> None:
+    """Grad-CAM registers `output.register_hook(save)` in a forward hook: that inner hook is checked like the others,
+    and nothing of it outlives the step."""
+    model = mlp()
+
+    def forward_hook(module: nn.Module, args: Any, output: torch.Tensor) -> None:
+        def save(grad: torch.Tensor) -> None:
+            grad = grad * 2  # noqa: F841 - the planted bug: the doubled gradient is thrown away
+
+        output.register_hook(save)
+
+    handles.append(model[0].register_forward_hook(forward_hook))
+    diagnosis = diagnose(model, X)
+    assert diagnosis.kinds() == {"return-forgotten": 1} and "forward_hook.save" in diagnosis[0].message
+    assert diagnosis[0].where == "0"
+
+
+def test_an_expression_whose_value_is_thrown_away_is_a_forgotten_return(handles: list[Any]) -> None:
+    model = mlp()
+
+    def scale(module: nn.Module, args: Any, output: torch.Tensor) -> None:
+        output.mul(2)  # computed, never returned nor kept
+
+    handles.append(model[0].register_forward_hook(scale))
+    diagnosis = diagnose(model, X)
+    assert diagnosis.kinds() == {"return-forgotten": 1} and "`mul(...)`" in diagnosis[0].message
+
+
+def test_a_list_bound_as_a_default_argument_is_searched_for_stored_graphs(handles: list[Any]) -> None:
+    model, kept = mlp(), []
+    handles.append(model[0].register_forward_hook(lambda m, a, o, store=kept: store.append(o)))
+    assert diagnose(model, X).kinds() == {"stored-graph": 1}
+
+
+def test_a_key_computed_in_the_registration_loop_is_late_bound(handles: list[Any]) -> None:
+    model, acts = mlp(), {}
+    for layer in (model[0], model[2]):
+        key = f"{type(layer).__name__}_{id(layer)}"
+        handles.append(layer.register_forward_hook(lambda m, a, o: acts.__setitem__(key, o.detach())))  # noqa: B023
+    assert diagnose(model, X).kinds() == {"late-binding": 1}
+
+
+def test_a_hook_that_switches_grad_mode_off_is_found_and_undone(handles: list[Any]) -> None:
+    model = mlp()
+
+    def off(module: nn.Module, args: Any, output: torch.Tensor) -> None:
+        torch.set_grad_enabled(False)
+
+    handles.append(model[0].register_forward_hook(off))
+    diagnosis = diagnose(model, X)
+    assert diagnosis.kinds() == {"hook-changes-model": 1} and "torch.set_grad_enabled(False)" in diagnosis[0].message
+    assert torch.is_grad_enabled()
+
+
+def test_a_torchscript_model_gets_a_note_on_what_cannot_be_checked() -> None:
+    scripted = torch.jit.script(mlp())
+    diagnosis = diagnose(scripted, X)
+    assert [(f.kind, f.severity) for f in diagnosis] == [("torchscript-model", "info")]
+
+
+def test_an_optimizer_step_in_a_post_accumulate_hook_is_not_mistaken_for_the_clinic_mistake(handles: list[Any]) -> None:
+    """Optimizer-in-backward (PyTorch's own tutorial): the hook reads p.grad, steps, clears it. The weights change on
+    purpose; mistake 19 is a hook that edits the parameter thinking it is the gradient."""
+    model = mlp()
+    optimizers = {p: torch.optim.SGD([p], lr=0.1) for p in model.parameters()}
+
+    def step(param: torch.Tensor) -> None:
+        optimizers[param].step()
+        optimizers[param].zero_grad()
+
+    handles += [p.register_post_accumulate_grad_hook(step) for p in model.parameters()]
+    assert serious(diagnose(model, X)) == []
+
+
+def test_a_reused_module_whose_hook_overwrites_its_record_is_a_warning_and_one_that_appends_a_note(
+    handles: list[Any],
+) -> None:
+    class Shared(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1, self.fc2, self.act = nn.Linear(4, 8), nn.Linear(8, 2), nn.ReLU()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.act(self.fc2(self.act(self.fc1(x))))
+
+    model, shapes, calls = Shared(), {}, []
+    handle = model.act.register_forward_hook(lambda m, a, o: shapes.__setitem__("act", tuple(o.shape)))
+    assert [(f.kind, f.severity) for f in diagnose(model, X)] == [("module-called-twice", "warning")]
+    handle.remove()
+    handles.append(model.act.register_forward_hook(lambda m, a, o: calls.append(tuple(o.shape))))
+    assert [(f.kind, f.severity) for f in diagnose(model, X)] == [("module-called-twice", "info")]

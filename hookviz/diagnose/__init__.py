@@ -45,6 +45,7 @@ from torch.nn.parameter import is_lazy
 from hookviz.diagnose.report import (
     CLINIC,
     COMPILED,
+    SCRIPT_HOOKS,
     SEVERITIES,
     Diagnosis,
     DiagnosisError,
@@ -54,6 +55,7 @@ from hookviz.diagnose.report import (
 )
 from hookviz.diagnose.rules import RULES, Rule
 from hookviz.diagnose.runner import Run
+from hookviz.i18n import N_, N_name, tr
 
 __all__ = [
     "CLINIC",
@@ -97,8 +99,10 @@ def _as_call(inputs: Any, kwargs: dict[str, Any] | None) -> tuple[tuple[Any, ...
     """``inputs`` as the positional and keyword arguments of one call, with gradients kept off the caller's tensors."""
     if inputs is None:
         raise DiagnosisError(
-            "diagnose() needs `inputs`, the arguments of one forward call: a tensor, a tuple of positional "
-            "arguments or a dict of keyword arguments, e.g. hookviz.diagnose(model, torch.randn(8, 1, 8, 8))"
+            N_(
+                "diagnose() needs `inputs`, the arguments of one forward call: a tensor, a tuple of positional "
+                "arguments or a dict of keyword arguments, e.g. hookviz.diagnose(model, torch.randn(8, 1, 8, 8))"
+            )
         )
     if isinstance(inputs, Tensor):
         args: tuple[Any, ...] = (inputs,)
@@ -108,14 +112,21 @@ def _as_call(inputs: Any, kwargs: dict[str, Any] | None) -> tuple[tuple[Any, ...
     elif isinstance(inputs, dict):
         args, keywords = (), dict(inputs)
     else:
-        hint = " (a NumPy array: torch.as_tensor(x) turns it into a tensor)" if hasattr(inputs, "__array__") else ""
+        kind = type(inputs).__name__
         raise DiagnosisError(
-            f"diagnose() got `inputs` of type {type(inputs).__name__}{hint}; give a tensor, a tuple of positional "
-            "arguments or a dict of keyword arguments"
+            N_(
+                f"diagnose() got `inputs` of type {kind} (a NumPy array: torch.as_tensor(x) turns it into a tensor); "
+                "give a tensor, a tuple of positional arguments or a dict of keyword arguments"
+            )
+            if hasattr(inputs, "__array__")
+            else N_(
+                f"diagnose() got `inputs` of type {kind}; give a tensor, a tuple of positional arguments or a dict "
+                "of keyword arguments"
+            )
         )
     if kwargs is not None:
         if not isinstance(kwargs, dict):
-            raise DiagnosisError(f"`kwargs` must be a dict of keyword arguments, got {type(kwargs).__name__}")
+            raise DiagnosisError(N_(f"`kwargs` must be a dict of keyword arguments, got {type(kwargs).__name__}"))
         keywords.update(kwargs)
 
     def private(value: Any) -> Any:
@@ -135,13 +146,36 @@ def _unwrap_compiled(model: Any) -> tuple[nn.Module, list[Finding]]:
             "compiled-wrapper",
             "info",
             "<root>",
-            "this is a torch.compile wrapper: the doctor runs the original module eagerly. Hooks registered after "
-            "the first compiled call may not be seen by the compiled code until it recompiles.",
-            "register hooks before compiling (or diagnose the model before torch.compile)",
+            N_(
+                "this is a torch.compile wrapper: the doctor runs the original module eagerly. Hooks registered after "
+                "the first compiled call may not be seen by the compiled code until it recompiles."
+            ),
+            N_("register hooks before compiling (or diagnose the model before torch.compile)"),
             COMPILED,
         )
         return original, [note]
     return model, []
+
+
+def _scripted(model: nn.Module) -> list[Finding]:
+    """A TorchScript model runs compiled code: say what the doctor cannot check there."""
+    if not isinstance(model, torch.jit.ScriptModule):
+        return []
+    return [
+        Finding(
+            "torchscript-model",
+            "info",
+            "<root>",
+            N_(
+                "this is a TorchScript model: it runs compiled code, so Python hooks registered on it or on its "
+                "submodules after torch.jit.script never run, and its backward hooks were dropped when it was "
+                "scripted. The doctor can only check what is attached to it now."
+            ),
+            N_("register the hooks on the Python model before scripting it (forward hooks only), or diagnose the "
+               "Python model"),
+            SCRIPT_HOOKS,
+        )
+    ]
 
 
 def _check_scaler(scaler: Any) -> None:
@@ -150,8 +184,12 @@ def _check_scaler(scaler: Any) -> None:
         return
     if isinstance(scaler, type):
         raise TypeError(
-            f"diagnose(scaler=...) got the class {scaler.__name__} itself, not a scaler: create one, "
-            "scaler=torch.amp.GradScaler('cuda') (the one your training loop uses), or leave scaler= out"
+            tr(
+                N_(
+                    f"diagnose(scaler=...) got the class {scaler.__name__} itself, not a scaler: create one, "
+                    "scaler=torch.amp.GradScaler('cuda') (the one your training loop uses), or leave scaler= out"
+                )
+            )
         )
     if isinstance(scaler, torch.amp.GradScaler):
         return
@@ -159,9 +197,13 @@ def _check_scaler(scaler: Any) -> None:
     if all(callable(getattr(scaler, m, None)) for m in methods) and not isinstance(scaler, torch.optim.Optimizer):
         return  # a GradScaler of another namespace (torch.cuda.amp, ShardedGradScaler)
     raise TypeError(
-        f"diagnose(scaler=...) must be the torch.amp.GradScaler your training loop uses (or None), got "
-        f"{type(scaler).__name__}: give scaler=torch.amp.GradScaler('cuda') or your own scaler object, "
-        "or leave scaler= out when you do not train with mixed precision"
+        tr(
+            N_(
+                f"diagnose(scaler=...) must be the torch.amp.GradScaler your training loop uses (or None), got "
+                f"{type(scaler).__name__}: give scaler=torch.amp.GradScaler('cuda') or your own scaler object, "
+                "or leave scaler= out when you do not train with mixed precision"
+            )
+        )
     )
 
 
@@ -208,41 +250,53 @@ def diagnose(
     """
     if not isinstance(model, nn.Module):
         raise DiagnosisError(
-            f"diagnose() needs the model (an nn.Module) as its first argument, got {type(model).__name__}; "
-            "call hookviz.diagnose(model, inputs)"
+            N_(
+                f"diagnose() needs the model (an nn.Module) as its first argument, got {type(model).__name__}; "
+                "call hookviz.diagnose(model, inputs)"
+            )
         )
     if torch.is_inference_mode_enabled():
         raise DiagnosisError(
-            "diagnose() was called inside torch.inference_mode(): no tensor made there can have a gradient, "
-            "so no backward pass can run (and hooks would be judged on a graph that does not exist). Call "
-            "hookviz.diagnose(model, inputs) outside the `with torch.inference_mode():` block."
+            N_(
+                "diagnose() was called inside torch.inference_mode(): no tensor made there can have a gradient, "
+                "so no backward pass can run (and hooks would be judged on a graph that does not exist). Call "
+                "hookviz.diagnose(model, inputs) outside the `with torch.inference_mode():` block."
+            )
         )
     tensors = [*model.named_parameters(), *model.named_buffers()]
     inference = [n for n, t in tensors if not is_lazy(t) and t.is_inference()]
     if inference:
         raise DiagnosisError(
-            f"the model's {inference[0]} (and {len(inference) - 1} more) is an inference tensor: the model was built "
-            "or loaded inside torch.inference_mode(), so it cannot take part in a backward pass. Build or load it "
-            "outside the `with torch.inference_mode():` block (torch.no_grad() is enough for evaluation)."
+            N_(
+                f"the model's {inference[0]} (and {len(inference) - 1} more) is an inference tensor: the model was "
+                "built "
+                "or loaded inside torch.inference_mode(), so it cannot take part in a backward pass. Build or load it "
+                "outside the `with torch.inference_mode():` block (torch.no_grad() is enough for evaluation)."
+            )
         )
     if loss_fn is not None and not callable(loss_fn):
         raise DiagnosisError(
-            f"loss_fn must be a function that turns the model's output into a scalar tensor, got "
-            f"{type(loss_fn).__name__}; e.g. loss_fn=lambda out: out.logits.sum(), or leave it out"
+            N_(
+                f"loss_fn must be a function that turns the model's output into a scalar tensor, got "
+                f"{type(loss_fn).__name__}; e.g. loss_fn=lambda out: out.logits.sum(), or leave it out"
+            )
         )
     _check_scaler(scaler)
     model, notes = _unwrap_compiled(model)
+    notes += _scripted(model)
     args, keywords = _as_call(inputs, kwargs)
     claims = _claims()
     owner = object()
     if claims is not None:
         try:
-            claims.claim_model(model, owner, "a running hookviz.diagnose()", "diagnose()")
+            claims.claim_model(model, owner, N_name("a running hookviz.diagnose()"), "diagnose()")
         except RuntimeError as busy:
             raise DiagnosisError(
-                f"{busy}. diagnose() runs its own forward and backward pass and puts the weights back afterwards: "
-                "on a model another tool is training it would disturb that training and report the other "
-                "tool's calls as yours."
+                N_(
+                    f"{busy}. diagnose() runs its own forward and backward pass and puts the weights back afterwards: "
+                    "on a model another tool is training it would disturb that training and report the other "
+                    "tool's calls as yours."
+                )
             ) from None
     try:
         run = Run(model, loss_fn=loss_fn, scaler=scaler, caller_grad=torch.is_grad_enabled())

@@ -55,9 +55,11 @@ def owner_of(hook: Any) -> Any:
 
 
 def name_of(hook: Any) -> str:
-    """A readable name: the function's qualified name, or the class of a callable object."""
+    """A readable name: the function's qualified name without Python's ``<locals>`` steps (``make.<locals>.save``
+    reads ``make.save``), or the class of a callable object."""
     target, _ = unwrap(hook)
-    return getattr(target, "__qualname__", None) or type(target).__name__
+    name = getattr(target, "__qualname__", None) or type(target).__name__
+    return name.replace("<locals>.", "") if isinstance(name, str) else str(name)
 
 
 def is_cell_file(filename: str) -> bool:
@@ -193,6 +195,8 @@ def roots_of(hook: Any) -> list[Any]:
         roots.append(user_attributes(owner))
         roots.append(class_attributes(owner))
     roots += unwrap(hook)[1]
+    roots += list(getattr(function, "__defaults__", None) or ())  # lambda m, a, o, store=store: store.append(o)
+    roots += list((getattr(function, "__kwdefaults__", None) or {}).values())
     roots += [c.cell_contents for c in (cells(function) or ()) if cell_is_set(c)]
     namespace = getattr(function, "__globals__", {})
     roots += [namespace[name] for name in attribute_names(hook) if name in namespace]
@@ -228,6 +232,40 @@ def tensors_in(roots: list[Any], depth: int = 3) -> dict[int, Tensor]:
     return found
 
 
+def records(hook: Any) -> dict[int, tuple[Any, Any]]:
+    """The dicts and lists a hook can write its records into (closure, globals, bound object, class), each with a
+    snapshot to compare after the run: a dict's keys and the identity of each value, a list's length."""
+    found: dict[int, tuple[Any, Any]] = {}
+
+    def look(value: Any, depth: int) -> None:
+        if id(value) in found or depth < 0:
+            return
+        if isinstance(value, dict):
+            found[id(value)] = (value, {k: id(v) for k, v in list(value.items())[:10_000]})
+            for item in list(value.values())[:100]:
+                if isinstance(item, (dict, list)):
+                    look(item, depth - 1)
+        elif isinstance(value, list):
+            found[id(value)] = (value, len(value))
+
+    for root in roots_of(hook):
+        look(root, 1)
+    return found
+
+
+def records_written(before: dict[int, tuple[Any, Any]]) -> int:
+    """How many records were written since ``before`` (:func:`records`): dict entries added or replaced, list items
+    added."""
+    written = 0
+    for container, snapshot in before.values():
+        if isinstance(container, dict):
+            now = {k: id(v) for k, v in list(container.items())[:10_000]}
+            written += sum(1 for k, v in now.items() if snapshot.get(k) != v)
+        else:
+            written += max(0, len(container) - snapshot)
+    return written
+
+
 def reachable_tensors(hook: Any) -> dict[int, Tensor]:
     """Tensors the hook can store into: its closure, globals, bound object (``self.outputs``) and partial arguments."""
     return tensors_in(roots_of(hook))
@@ -251,6 +289,7 @@ def configuration(hook: Any) -> tuple[Any, ...]:
     owner = owner_of(hook)
     bound = [token(v) for v in unwrap(hook)[1]]
     closure = [token(c.cell_contents) if cell_is_set(c) else ("empty",) for c in (cells(function) or ())]
+    closure += [token(v) for v in getattr(function, "__defaults__", None) or ()]
     state = sorted((k, token(v)) for k, v in user_attributes(owner).items()) if owner is not None else []
     return (id(code) if code is not None else id(function), type(owner).__qualname__, tuple(bound), tuple(closure),
             tuple(state))  # fmt: skip
@@ -274,6 +313,32 @@ def _tree(filename: str) -> ast.AST | None:
         except (SyntaxError, ValueError):
             _SOURCES[key] = None
     return _SOURCES[key]
+
+
+def _bound(body: list[ast.stmt]) -> set[str]:
+    """The names a block of statements binds by assignment (not in nested functions or classes)."""
+    names: set[str] = set()
+    for statement in body:
+        for node in [statement, *_walk_local(statement)]:
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                for target in getattr(node, "targets", None) or [node.target]:
+                    names |= _targets(target)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    if item.optional_vars is not None:
+                        names |= _targets(item.optional_vars)
+    return names
+
+
+def _walk_local(node: ast.AST) -> list[ast.AST]:
+    """The nodes under ``node``, not entering nested functions, lambdas or classes."""
+    found = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        found.append(child)
+        found += _walk_local(child)
+    return found
 
 
 def _targets(node: ast.AST) -> set[str]:
@@ -316,9 +381,11 @@ def _loop_variables(code: types.CodeType) -> set[str] | None:
         ):
             hit = True
             found.update(loops)
-        if isinstance(node, (ast.For, ast.AsyncFor)):
-            visit(node.iter, loops)
-            inner = loops | _targets(node.target)
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            if not isinstance(node, ast.While):
+                visit(node.iter, loops)
+            # the loop's own variables, and every name its body binds anew on each turn (key = f"{name}_out")
+            inner = loops | (_targets(node.target) if not isinstance(node, ast.While) else set()) | _bound(node.body)
             for child in [*node.body, *node.orelse]:
                 visit(child, inner)
             return

@@ -102,6 +102,7 @@ class Site:
     module: nn.Module | None
     calls: int = 0
     calls_in_backward: int = 0
+    registered_by: Site | None = None  # a tensor hook a user hook registered while the model ran (Grad-CAM's)
 
     @property
     def name(self) -> str:
@@ -188,6 +189,7 @@ class Local:
     read: bool  # read by a torch operation that is not an in-place edit of it, after it was made
     dropped: bool  # nothing held it any more once the hook had returned
     parts: int = 0  # for a tuple or list of tensors: how many tensors it holds (0: a tensor)
+    expression: bool = False  # no variable held it: the value of an expression, thrown away at once
 
 
 @dataclass(eq=False)
@@ -287,6 +289,7 @@ class Evidence:
         self.passes: dict[str, Pass] = {}
         self.findings: list[Finding] = []
         self.notes: dict[str, Any] = {}  # what a rule keeps during the run
+        self.records_before: dict[int, dict[int, tuple[Any, Any]]] = {}  # id(site) -> its dicts and lists, before
         self.stored_before: dict[int, dict[int, bool]] = {}  # id(site) -> {id(tensor): it had a grad_fn}
         self.stored_after: dict[int, list[Tensor]] = {}
         self.attributes_before: dict[int, set[int]] = {}  # id(module) -> ids of the tensors its attributes held
@@ -351,8 +354,7 @@ class Evidence:
 
     def _regroup(self, key: tuple[str, str], places: list[str]) -> None:
         index = self._groups[key]
-        unique = list(dict.fromkeys(places))
-        shown = ", ".join(unique[:-1]) + " and " + unique[-1] if len(unique) > 1 else unique[0]
+        shown = ", ".join(dict.fromkeys(places))  # no "and": the places are code, in every language
         template = self.notes[f"group:{key}"]
         self.findings[index] = dataclasses.replace(self.findings[index], message=template.replace("{places}", shown))
 

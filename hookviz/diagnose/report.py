@@ -6,11 +6,11 @@ import html
 import re
 from dataclasses import dataclass
 
-from hookviz.i18n import get_language, tr, translate
+from hookviz.i18n import N_, get_language, tr, translate
 from hookviz.text import text_table
 
 CLINIC = "notebooks/11_mistakes_clinic.ipynb"
-SEVERITIES = ("error", "warning", "info")
+SEVERITIES = (N_("error"), N_("warning"), N_("info"))
 
 NOT_FIRING = "notebooks/10_faq.ipynb#faq-not-firing"
 FROZEN = "notebooks/13_hooks_in_training_loops.ipynb#frozen-silent"
@@ -27,6 +27,7 @@ RETURN_NEW_ARGS = "notebooks/03_forward_pre_hooks.ipynb#return-new-args"
 PRE_HOOK_IN_PLACE = "notebooks/03_forward_pre_hooks.ipynb#in-place-trap"
 CLONE_DETAIL = "notebooks/02_forward_hooks.ipynb#clone-detail"
 POST_ACCUMULATE_RETURN = "notebooks/01_tensor_hooks.ipynb#post-accumulate-return"
+SCRIPT_HOOKS = "notebooks/09_hooks_in_production.ipynb#script-hooks"
 GLOBAL_EVERY_MODEL = "notebooks/05_lifetime_and_global_hooks.ipynb#global-every-model"
 EVAL_NO_GRAD = "notebooks/05_lifetime_and_global_hooks.ipynb#eval-no-grad"
 
@@ -84,7 +85,7 @@ def shown_link(link: str, language: str | None = None) -> str:
 def _text(rows: list[tuple[str, str, str, str, str, str]], language: str) -> str:
     """The printed report of ``rows`` (severity, kind, where, message, fix, link; all English) in ``language``."""
     if not rows:
-        return translate("no findings", language)
+        return translate(N_("no findings"), language)
     fix = "怎么改：" if language == "zh" else "fix: "
     cells = [
         (str(i), translate(severity, language), kind, where, shown_link(link, language))
@@ -132,8 +133,8 @@ class Diagnosis(list[Finding]):
     Python's own error text stay as written. The findings themselves keep their English text.
     """
 
-    columns = ("#", "severity", "kind", "where", "see")
-    html_columns = ("#", "severity", "kind", "where", "what happens", "fix", "see")
+    columns = ("#", N_("severity"), N_("kind"), N_("where"), N_("see"))
+    html_columns = ("#", N_("severity"), N_("kind"), N_("where"), N_("what happens"), N_("fix"), N_("see"))
 
     def __str__(self) -> str:
         return _text([(f.severity, f.kind, f.where, f.message, f.fix, f.link) for f in self], get_language())
@@ -143,7 +144,7 @@ class Diagnosis(list[Finding]):
 
     def _repr_html_(self) -> str:
         if not self:
-            return f"<p>{html.escape(tr('no findings'))}</p>"
+            return f"<p>{html.escape(tr(N_('no findings')))}</p>"
         head = "".join(f"<th>{html.escape(tr(c))}</th>" for c in self.html_columns)
         rows = []
         for i, f in enumerate(self, 1):

@@ -19,6 +19,7 @@ and report. Whatever happens, :class:`~hookviz.diagnose.state.State` puts the mo
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import threading
@@ -50,6 +51,7 @@ from hookviz.diagnose.rules import RULES, Rule
 from hookviz.diagnose.state import State
 from hookviz.diagnose.watch import watched_call
 from hookviz.hooks_table import library_owned, list_hooks, pytorch_owned
+from hookviz.i18n import N_
 
 _GLOBALS = "torch.nn.modules.module"
 #: The passes whose hook calls the rules watch; probes only answer one question each.
@@ -151,7 +153,8 @@ class Run:
                 if site.pytorch_owned:  # PyTorch's or another library's own hook: run it as it is, never judged
                     call.result = site.hook(*args, **kwargs)
                 else:
-                    call.result = watched_call(call, site.hook, run.model, ev.names)
+                    adopt = functools.partial(run._adopt, site) if observed else None
+                    call.result = watched_call(call, site.hook, run.model, ev.names, adopt)
             except Exception as error:  # a user hook failed: report it, go on without it
                 call.error = error
             finally:
@@ -178,12 +181,29 @@ class Run:
                 except Exception as error:  # noqa: BLE001 - re-raised by _pass
                     self.internal_error = self.internal_error or error
 
+    def _adopt(self, parent: Site, tensor: Tensor, hook: Any) -> Any:
+        """A tensor hook that ``parent`` registers while the model runs (``output.register_hook(save_grad)``): it
+        becomes a site of its own, watched like the others, and its wrapper is what gets registered."""
+        if not callable(hook) or library_owned(hook):
+            return hook
+        # no reference to the tensor: it (and its graph) must die with the step, as without the doctor
+        site = Site(parent.where, hook_kind("tensor"), None, -1, hook, "", parent.module, registered_by=parent)
+        ev = self.evidence
+        ev.sites.append(site)
+        ev.records_before[id(site)] = code.records(hook)
+        ev.stored_before[id(site)] = {i: t.grad_fn is not None for i, t in code.reachable_tensors(hook).items()}
+        return self._wrapper(site)
+
     def install(self) -> None:
         for site in self.evidence.sites:
+            if site.registered_by is not None:
+                continue
             getattr(site.holder, site.kind.storage_attr)[site.hook_id] = self._wrapper(site)
 
     def uninstall(self) -> None:
         for site in self.evidence.sites:
+            if site.registered_by is not None:
+                continue
             hooks = getattr(site.holder, site.kind.storage_attr, None)
             if hooks is not None and site.hook_id in hooks:
                 hooks[site.hook_id] = site.hook
@@ -209,6 +229,7 @@ class Run:
         ev = self.evidence
         for rule in self.rules:
             rule.static(ev)
+        ev.records_before = {id(s): code.records(s.hook) for s in ev.sites}
         ev.stored_before = {
             id(s): {i: t.grad_fn is not None for i, t in code.reachable_tensors(s.hook).items()} for s in ev.sites
         }
@@ -263,6 +284,7 @@ class Run:
                 error = error.__cause__ or error.__context__
         ev.culprits.clear()
         ev.passes.clear()
+        ev.sites = [s for s in ev.sites if s.registered_by is None]
         for p in self._made:
             p.calls.clear()
             p.grads.clear()
@@ -312,13 +334,17 @@ class Run:
                 loss = self.loss_fn(output)
             except Exception as error:
                 raise DiagnosisError(
-                    f"loss_fn failed on the model's output: {type(error).__name__}: {error}; give a function "
-                    "that turns the output into a scalar tensor (or leave loss_fn out to sum the outputs)"
+                    N_(
+                        f"loss_fn failed on the model's output: {type(error).__name__}: {error}; give a function "
+                        "that turns the output into a scalar tensor (or leave loss_fn out to sum the outputs)"
+                    )
                 ) from error
             if not isinstance(loss, Tensor) or loss.numel() != 1:
                 raise DiagnosisError(
-                    f"loss_fn must return a scalar tensor, got {type(loss).__name__}"
-                    + (f" of shape {tuple(loss.shape)}" if isinstance(loss, Tensor) else "")
+                    N_(
+                        f"loss_fn must return a scalar tensor, got {type(loss).__name__}"
+                        + (f" of shape {tuple(loss.shape)}" if isinstance(loss, Tensor) else "")
+                    )
                 )
             if not loss.requires_grad and default_loss(output) is not None:
                 p.no_backward = "loss-fn"
@@ -373,10 +399,14 @@ class Run:
             bare = self._pass(self._bare(main), args, kwargs)
             if bare.forward_error is not None:
                 raise DiagnosisError(
-                    "the model's forward failed on the inputs you gave (it fails without its hooks too), so nothing "
-                    f"could be diagnosed: {type(error).__name__}: {_first_line(error)}. Run model(inputs) on its own "
-                    "first, and give diagnose() inputs of the shape, dtype and device it expects (a tuple for "
-                    "several positional arguments, a dict for keyword arguments)."
+                    N_(
+                        "the model's forward failed on the inputs you gave (it fails without its hooks too), so "
+                        "nothing "
+                        f"could be diagnosed: {type(error).__name__}: {_first_line(error)}. Run model(inputs) on its "
+                        "own "
+                        "first, and give diagnose() inputs of the shape, dtype and device it expects (a tuple for "
+                        "several positional arguments, a dict for keyword arguments)."
+                    )
                 ) from error
             ev.notes["hooks-break-forward"] = (error, [s for s in ev.sites if any(c.site is s for c in main.calls)])
             return None
@@ -398,6 +428,8 @@ class Run:
         backward = phase == "backward"
         suspects: list[tuple[Site, str]] = []
         for call in failed.calls:
+            if call.site.registered_by is not None:
+                continue  # made anew by each pass: it cannot be left out of another one
             if call.site.role in GRADIENT_KINDS and not backward:
                 continue
             if backward and not call.in_backward:
@@ -450,8 +482,8 @@ class Run:
         (a global ``BATCH = 32``)."""
         if size < 2 or any(size in c.numbers for c in main.calls):
             return size >= 2
-        if size < 8:
-            return False  # a small number in a hook's code (`grad * 2`) says nothing about the batch
+        if size < 3:
+            return False  # 1 and 2 are everywhere in code (`grad * 2`): they say nothing about the batch
         for site in {id(c.site): c.site for c in main.calls}.values():
             function = code.function_of(site.hook)
             function_code = getattr(function, "__code__", None)
@@ -472,7 +504,9 @@ class Run:
             return
         editors = []
         for call in main.calls:
-            if call.site.role in ("tensor", "backward", "backward_pre") and call.error is None:
+            if call.site.role in ("tensor", "backward", "backward_pre") and call.error is None and not (
+                call.site.registered_by
+            ):
                 if (call.edited() or call.edited_unseen()) and all(s is not call.site for s in editors):
                     editors.append(call.site)
         names = {id(p): n for n, p in self.model.named_parameters()}

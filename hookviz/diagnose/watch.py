@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -49,6 +49,7 @@ SYNCS = {
     "torch.Tensor.__repr__": "repr(tensor)",
 }
 _GRAD_READ = "torch.Tensor.grad.__get__"
+_REGISTER = "torch.Tensor.register_hook"
 
 
 def received_tensors(role: str, args: tuple[Any, ...]) -> list[tuple[str, Tensor]]:
@@ -116,25 +117,34 @@ def _flat(value: Any, depth: int = 2) -> Iterator[Tensor]:
 class _OpLog(TorchFunctionMode):
     """The torch functions a hook calls: their names, and which tensors go in and come out of each."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_register: Callable[[Tensor, Any], Any] | None = None) -> None:
         super().__init__()
+        self.on_register = on_register
         self.ops: list[tuple[str, list[int], list[int]]] = []
+        self.made: list[tuple[int, str, Any]] = []  # (op index, op name, weak reference) of each tensor made
+        self.shapes: dict[int, tuple[Any, Any]] = {}  # op index -> shape and dtype of the tensor it made
         self.grad_reads: list[Tensor] = []
         self.numbers: set[int] = set()
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        result = func(*args, **kwargs)
         try:
             name = resolve_name(func) or getattr(func, "__name__", "?")
         except Exception:  # noqa: BLE001 - a name is only for the record
             name = getattr(func, "__name__", "?")
+        if name == _REGISTER and self.on_register is not None and len(args) >= 2 and isinstance(args[0], Tensor):
+            args = (args[0], self.on_register(args[0], args[1]), *args[2:])  # a tensor hook made here is watched too
+        result = func(*args, **kwargs)
         inputs = [id(t) for t in _flat(list(args) + list(kwargs.values()))]
         if len(self.numbers) < 64:
             self.numbers.update(_ints([*args, *kwargs.values()]))
         outputs = [id(t) for t in _flat(result)]
         if name == _GRAD_READ and args and isinstance(args[0], Tensor):
             self.grad_reads.append(args[0])
+        if isinstance(result, Tensor) and id(result) not in inputs and len(self.made) < 256 and not result.is_nested:
+            memory = result.untyped_storage().data_ptr() if _has_storage(result) else None
+            self.shapes[len(self.ops)] = (tuple(result.shape), result.dtype, memory)
+            self.made.append((len(self.ops), name, weakref.ref(result)))
         self.ops.append((name, inputs, outputs))
         return result
 
@@ -201,8 +211,14 @@ def _tensor_or_tensors(value: Any) -> bool:
     return _parts(value) is not None
 
 
-def _watched_weights(site: Any) -> list[Tensor]:
-    """The parameters a hook could edit without receiving them: its module's own (a tensor hook: its parameter)."""
+def _watched_weights(site: Any, model: nn.Module) -> list[Tensor]:
+    """The parameters a hook could edit without receiving them: every weight of the model when they are few enough
+    to copy (:data:`WEIGHT_LIMIT`), else every weight under its module, or only its module's own (its parameter)."""
+    others = [p for p in model.parameters() if not is_lazy(p) and p is not site.holder]
+    if sum(p.numel() for p in others) <= WEIGHT_LIMIT:  # a small model: every weight (a hook may edit any of them)
+        return others if site.role == "post_accumulate_grad" or not isinstance(site.holder, Tensor) else [
+            *others, site.holder
+        ]
     if site.role == "post_accumulate_grad":
         return []
     if site.module is not None and site.role != "tensor":
@@ -230,22 +246,27 @@ def _changes(model: nn.Module, before: tuple[list[bool], list[bool]], names: dic
     return changed
 
 
-def watched_call(call: Call, hook: Any, model: nn.Module, names: dict[int, str]) -> Any:
-    """Call ``hook`` with ``call.args`` and record into ``call`` what it did; returns what it returned (or raises)."""
+def watched_call(call: Call, hook: Any, model: nn.Module, names: dict[int, str],
+                 on_register: Callable[[Tensor, Any], Any] | None = None) -> Any:  # fmt: skip
+    """Call ``hook`` with ``call.args`` and record into ``call`` what it did; returns what it returned (or raises).
+
+    ``on_register(tensor, hook)`` is given each tensor hook the hook registers (``output.register_hook(save_grad)``,
+    as Grad-CAM does) and returns what to register instead (a watched wrapper)."""
     role = call.site.role
     args = call.args
     received = received_tensors(role, args)
     call.received = [Received(t, t._version, _copy(t), what) for what, t in received]
-    call.received += [Received(w, w._version, _copy(w), "weight") for w in _watched_weights(call.site)]
+    call.received += [Received(w, w._version, _copy(w), "weight") for w in _watched_weights(call.site, model)]
     argument_ids = {id(t) for t in output_tensors(args, 3)}
     targets = replaceable(role, args)
     flags = _model_flags(model)
+    switches = (torch.is_grad_enabled(), torch.get_default_dtype())
     handles = RemovableHandle.next_id
     function_code = getattr(code.function_of(hook), "__code__", None)
     reader = _FrameReader(function_code) if function_code is not None and targets else None
     previous = sys.getprofile()
     profiling = reader is not None and (previous is None or isinstance(previous, _FrameReader))
-    log = _OpLog()
+    log = _OpLog(on_register)
     try:
         if profiling:
             sys.setprofile(reader)
@@ -256,6 +277,12 @@ def watched_call(call: Call, hook: Any, model: nn.Module, names: dict[int, str])
             sys.setprofile(previous)
         call.registered = RemovableHandle.next_id - handles
         call.changed = _changes(model, flags, names)
+        if torch.is_grad_enabled() != switches[0]:  # the rest of the step would run without (or with) a graph
+            call.changed.append(f"torch.set_grad_enabled({torch.is_grad_enabled()})")
+            torch.set_grad_enabled(switches[0])
+        if torch.get_default_dtype() != switches[1]:
+            call.changed.append(f"torch.set_default_dtype({torch.get_default_dtype()})")
+            torch.set_default_dtype(switches[1])
         call.ops = [name for name, _, _ in log.ops]
         call.made = {output for _, _, outputs in log.ops for output in outputs}
         call.syncs = list(dict.fromkeys(SYNCS[name] for name in call.ops if name in SYNCS))
@@ -287,7 +314,28 @@ def _locals(reader: _FrameReader, log: _OpLog, argument_ids: set[int], targets: 
     reader.tensors = []  # the last reference this module held: now only the hook's own stores keep them alive
     for local, refs in found:
         local.dropped = all(ref() is None for ref in refs)
-    return [local for local, _ in found]
+    return [local for local, _ in found] + _discarded(log, shapes, derived, reads, storages)
+
+
+def _discarded(log: _OpLog, shapes: set[Any], derived: set[int], reads: dict[int, list[int]],
+               storages: set[int]) -> list[Local]:  # fmt: skip
+    """Tensors a torch call of the hook made from its arguments, shaped like what it could replace, that no later
+    call read, no variable held and nothing kept: an expression whose value was thrown away (``output.mul(2)``)."""
+    found = []
+    for index, name, ref in log.made:
+        tensor = ref()
+        if tensor is not None:
+            continue  # kept somewhere (a list, an attribute): not thrown away
+        outputs = log.ops[index][2]
+        key = outputs[0] if outputs else None
+        if key is None or key not in derived or any(i > index for i in reads.get(key, [])):
+            continue
+        shape, dtype, memory = log.shapes.get(index, (None, None, None))
+        if (shape, dtype) not in shapes or memory in storages:
+            continue  # not shaped like what it could replace, or a view of an argument (reshape, detach)
+        short = name.rsplit(".", 1)[-1]
+        found.append(Local(f"{short}(...)", shape, dtype, False, False, True, False, True, expression=True))
+    return found
 
 
 def _weigh(tensors: list[tuple[str, Any]], shapes: set[Any], argument_ids: set[int], storages: set[int],

@@ -36,7 +36,7 @@ class OutputEditedInPlace(Rule):
                 run,
                 call.site.where,
                 N_(
-                    f"the forward hook {call.site.label} on {call.site.where} edits the module's output in place: "
+                    f"the forward hook `{call.site.label}` on {call.site.where} edits the module's output in place: "
                     "when a "
                     "layer saved that output for backward (ReLU, Tanh, Sigmoid ...), backward() fails with 'modified "
                     "by an inplace operation'; elsewhere the edit silently changes what later hooks see."
@@ -58,7 +58,7 @@ class InputEditedInPlace(Rule):
                 run,
                 call.site.where,
                 N_(
-                    f"the {call.site.kind_words} {call.site.label} on {call.site.where} edits the module's input in "
+                    f"the {call.site.kind_words} `{call.site.label}` on {call.site.where} edits the module's input in "
                     "place: "
                     "that tensor is the previous layer's output (or your batch), so the edit changes it for every "
                     "other reader, and backward() fails when an operation saved it."
@@ -104,7 +104,8 @@ class EditedThroughData(Rule):
             run,
             site.where,
             N_(
-                f"the {site.kind_words} {site.label} on {PLACES} changes the values of {what} through .data (or under "
+                f"the {site.kind_words} `{site.label}` on {PLACES} changes the values of {what} through .data (or "
+                "under "
                 f"torch.no_grad()), which moves no version counter: {consequence}."
             ),
             group=site.name,
@@ -134,7 +135,7 @@ class GradientEditedInPlace(Rule):
                 run,
                 site.where,
                 N_(
-                    f"the {site.kind_words} {site.label} on {PLACES} edits the gradient it receives in place, and "
+                    f"the {site.kind_words} `{site.label}` on {PLACES} edits the gradient it receives in place, and "
                     f"then fails: {type(call.error).__name__}: {(text.splitlines() or [''])[0]} (a gradient can be an "
                     "expanded view, one memory cell for many elements, which PyTorch refuses to write into)."
                 ),
@@ -150,13 +151,15 @@ class GradientEditedInPlace(Rule):
             if effects is None or (not effects and id(site) in through_data):
                 continue  # an edit through .data is reported as such (edit-through-data)
             if effects:
+                changed = ", ".join(effects[:4]) + (" ..." if len(effects) > 4 else "")
                 self.report(
                     run,
                     site.where,
                     N_(
-                        f"the {site.kind_words} {site.label} on {PLACES} edits the gradient it receives in place, and "
-                        f"that tensor is shared: the edit also changes the gradient of {', '.join(effects[:4])}"
-                        f"{' ...' if len(effects) > 4 else ''} (compared with the same hook returning an edited copy)."
+                        f"the {site.kind_words} `{site.label}` on {PLACES} edits the gradient it receives in place, "
+                        "and "
+                        f"that tensor is shared: the edit also changes the gradient of {changed} (compared with the "
+                        "same hook returning an edited copy)."
                     ),
                     group=f"{site.name}:shared",
                 )
@@ -165,7 +168,7 @@ class GradientEditedInPlace(Rule):
                     run,
                     site.where,
                     N_(
-                        f"the {site.kind_words} {site.label} on {PLACES} edits the gradient it receives in place. "
+                        f"the {site.kind_words} `{site.label}` on {PLACES} edits the gradient it receives in place. "
                         "Here that works: the gradients are exactly those of the same hook returning an edited copy "
                         "(PyTorch's documentation still says a hook should not modify its argument: it fails on an "
                         "expanded gradient and changes other gradients when the tensor is shared)."
@@ -184,12 +187,16 @@ class HookEditsParameter(Rule):
     summary = N_("a post-accumulate-grad hook edits the parameter, thinking it receives the gradient")
 
     def call(self, run: Evidence, call: Call) -> None:
+        param = call.args[0] if call.args else None
+        if any(t is param for t in call.read_grad_of):
+            return  # it read param.grad and then changed the weights: an optimizer step in backward, on purpose
         if call.site.role == "post_accumulate_grad" and (call.edited() or call.edited_unseen()):
             self.report(
                 run,
                 call.site.where,
                 N_(
-                    f"the post-accumulate-grad hook {call.site.label} on {PLACES} edits the parameter itself in place: "
+                    f"the post-accumulate-grad hook `{call.site.label}` on {PLACES} edits the parameter itself in "
+                    "place: "
                     "it receives the parameter, not its gradient, so the weights change and .grad does not."
                 ),
                 group=call.site.name,
@@ -211,7 +218,12 @@ class HookEditsWeights(Rule):
         site = call.site
         if site.pytorch_owned:
             return
-        changed = [r.tensor for r in call.received if r.what == "weight" and (r.edited() or r.edited_unseen())]
+        stepped = {id(t) for t in call.read_grad_of}  # weights whose .grad it read: an optimizer step, on purpose
+        changed = [
+            r.tensor
+            for r in call.received
+            if r.what == "weight" and (r.edited() or r.edited_unseen()) and id(r.tensor) not in stepped
+        ]
         if not changed:
             return
         names = [p for p in (run.place_of(t) for t in changed) if p]
@@ -220,7 +232,7 @@ class HookEditsWeights(Rule):
             run,
             site.where,
             N_(
-                f"the {site.kind_words} {site.label} on {site.where} changes {shown} while the model runs: the "
+                f"the {site.kind_words} `{site.label}` on {site.where} changes {shown} while the model runs: the "
                 "optimizer's state and this step's gradients were computed for other values, and a change through "
                 ".data is invisible to autograd."
             ),

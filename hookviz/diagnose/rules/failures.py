@@ -49,9 +49,9 @@ class BackwardFails(Rule):
     def backward_failed(self, run: Run, error: Exception) -> bool:
         text = str(error)
         if "changed the size" in text or "changed the type" in text or "hook returned" in text:
-            link, fix = clinic(21), "a tensor hook returns None or a tensor of the gradient's shape and dtype"
+            link, fix = clinic(21), N_("a tensor hook returns None or a tensor of the gradient's shape and dtype")
         elif "modified by an inplace operation" in text:
-            link, fix = clinic(15), "return a new tensor from the hook instead of editing the output in place"
+            link, fix = clinic(15), N_("return a new tensor from the hook instead of editing the output in place")
         else:
             link, fix = self.link, self.fix
         if not run.has_link(link):

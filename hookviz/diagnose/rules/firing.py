@@ -33,7 +33,8 @@ class FiresInBackward(Rule):
                     run,
                     site.where,
                     N_(
-                        f"the {site.kind_words} {site.label} ran {site.calls - site.calls_in_backward} time(s) in the "
+                        f"the {site.kind_words} `{site.label}` ran {site.calls - site.calls_in_backward} time(s) in "
+                        "the "
                         f"forward and {site.calls_in_backward} more during backward(): activation checkpointing "
                         "recomputes this module's forward, hooks included."
                     ),
@@ -49,9 +50,9 @@ class ModuleCalledTwice(Rule):
     summary = N_("a module that carries hooks is called more than once in one forward, and its hooks keep one record")
 
     def stored(self, run: Run) -> None:
-        """Evidence: the hooks fired once per call but kept fewer tensors than they fired (each call overwrote the
-        last: a dict keyed by module or by name). Hooks that keep one tensor per call are right; hooks that keep no
-        tensor at all get a note (what they record cannot be seen)."""
+        """Evidence: the hooks fired on every call but wrote fewer records than they fired (dict entries added or
+        replaced, list items added): each call overwrote the last, as a dict keyed by module or by name does. Hooks
+        that wrote a record per call, or none that can be seen, get a note."""
         if run.main.forward_error is not None:
             return
         global_sites = [s for s in run.sites if s.is_global and s.role in ("forward", "forward_pre")]
@@ -63,10 +64,10 @@ class ModuleCalledTwice(Rule):
             sites = own or global_sites
             if not sites:
                 continue  # a reused module without hooks (one ReLU for every block) is fine
-            kept = sum(len(run.new_stored(s)) for s in sites)
+            written = sum(code.records_written(run.records_before.get(id(s), {})) for s in sites)
             fired = sum(s.calls - s.calls_in_backward for s in sites)
             name, kind = run.names[key], type(module).__name__
-            if kept and kept < fired:
+            if 0 < written < fired:
                 message = (
                     N_(
                         f"{name} ({kind}) is called {count} times in one forward: its hooks fire on every call, and a "
@@ -79,7 +80,7 @@ class ModuleCalledTwice(Rule):
                     )
                 )
                 self.report(run, name, message)
-            elif not kept:
+            else:
                 self.report(
                     run,
                     name,
@@ -137,8 +138,8 @@ class NoGradientReaches(Rule):
             return  # not the model's doing (NoBackwardPass and LossCutsGraph say why), or backward stopped early
         checkpoint_warning = any("None of the inputs have requires_grad" in w for w in run.warnings)
         for site in run.sites:
-            if site.role not in GRADIENT_KINDS or site.calls or site.is_global:
-                continue
+            if site.role not in GRADIENT_KINDS or site.calls or site.is_global or site.registered_by is not None:
+                continue  # (a tensor hook registered while the model ran lives and dies with its tensor)
             module = site.module
             if module is not None and id(module) not in run.forward_calls:
                 continue  # already reported: the module never ran
@@ -150,11 +151,11 @@ class NoGradientReaches(Rule):
                 why = N_name("no gradient reached it in backward()")
             message = (
                 N_(
-                    f"the {site.kind_words} {site.label} on {PLACES} never fired: {why} (reentrant checkpointing cut "
+                    f"the {site.kind_words} `{site.label}` on {PLACES} never fired: {why} (reentrant checkpointing cut "
                     "this segment out of the graph)."
                 )
                 if checkpoint_warning
-                else N_(f"the {site.kind_words} {site.label} on {PLACES} never fired: {why}.")
+                else N_(f"the {site.kind_words} `{site.label}` on {PLACES} never fired: {why}.")
             )
             self.report(
                 run,
@@ -168,7 +169,8 @@ class NoGradientReaches(Rule):
 
 def _unchecked(run: Run) -> str:
     """The places of the gradient hooks a run without backward could not check ('' when there are none)."""
-    return ", ".join(dict.fromkeys(s.where for s in run.sites if s.role in GRADIENT_KINDS and not s.is_global))
+    hooked = (s.where for s in run.sites if s.role in GRADIENT_KINDS and not s.is_global and not s.registered_by)
+    return ", ".join(dict.fromkeys(hooked))
 
 
 @rule

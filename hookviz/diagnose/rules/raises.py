@@ -50,7 +50,7 @@ class GradReadTooEarly(Rule):
                 run,
                 site.where,
                 N_(
-                    f"the {site.kind_words} {site.label} on {site.where} reads a parameter's `.grad`, but it runs "
+                    f"the {site.kind_words} `{site.label}` on {site.where} reads a parameter's `.grad`, but it runs "
                     "before this step's parameter gradients are accumulated: it sees None, zeros or last step's "
                     "gradient."
                 ),
@@ -65,20 +65,31 @@ class HookRaises(Rule):
     fix = N_("make the hook work on what it receives; an exception in a hook stops the whole forward or backward")
     summary = N_("a hook raises (wrong signature, None entries, unbound variables, frozen tensors ...)")
     _FIXES = {
-        clinic(3): "use the signature of the kind you register: forward (module, args, output), pre-hook "
-        "(module, args), full backward (module, grad_input, grad_output), tensor (grad)",
-        clinic(4): "with with_kwargs=True: forward hook (module, args, kwargs, output), "
-        "pre-hook (module, args, kwargs)",
-        clinic(5): "the hook's input is the tuple of positional arguments: take args[0]",
-        clinic(6): "the module was called with keywords only: register with with_kwargs=True and find the "
-        "argument by name (inspect.signature(module.forward).bind(*args, **kwargs))",
-        clinic(8): "an entry of a hook's tuple is None when there is nothing: skip None entries",
-        clinic(10): "store into a dict or list the hook mutates, or declare nonlocal / global",
-        clinic(14): "hook only the tensors and parameters that require grad",
-        clinic(18): "read parameter gradients in register_post_accumulate_grad_hook, which runs after .grad is written",
-        clinic(23): "keep None entries of grad_input as None: tuple(None if g is None else g * s for g in grad_input)",
-        clinic(28): "in the forward hook, output.requires_grad_(True) before output.register_hook (or give the "
-        "input requires_grad=True)",
+        clinic(3): N_(
+            "use the signature of the kind you register: forward (module, args, output), pre-hook "
+            "(module, args), full backward (module, grad_input, grad_output), tensor (grad)"
+        ),
+        clinic(4): N_(
+            "with with_kwargs=True: forward hook (module, args, kwargs, output), pre-hook (module, args, kwargs)"
+        ),
+        clinic(5): N_("the hook's input is the tuple of positional arguments: take args[0]"),
+        clinic(6): N_(
+            "the module was called with keywords only: register with with_kwargs=True and find the "
+            "argument by name (inspect.signature(module.forward).bind(*args, **kwargs))"
+        ),
+        clinic(8): N_("an entry of a hook's tuple is None when there is nothing: skip None entries"),
+        clinic(10): N_("store into a dict or list the hook mutates, or declare nonlocal / global"),
+        clinic(14): N_("hook only the tensors and parameters that require grad"),
+        clinic(18): N_(
+            "read parameter gradients in register_post_accumulate_grad_hook, which runs after .grad is written"
+        ),
+        clinic(23): N_(
+            "keep None entries of grad_input as None: tuple(None if g is None else g * s for g in grad_input)"
+        ),
+        clinic(28): N_(
+            "in the forward hook, output.requires_grad_(True) before output.register_hook (or give the "
+            "input requires_grad=True)"
+        ),
     }
 
     def call(self, run: Evidence, call: Call) -> None:
@@ -92,11 +103,14 @@ class HookRaises(Rule):
                 "use the output the hook receives"
             )
         else:
-            fix = self._FIXES.get(link) or N_(f"{self.fix}; here it received {received_words(call)}")
+            fix = self._FIXES.get(link) or N_(
+                f"make the hook work on what it receives, here {received_words(call)}; an exception in a hook stops "
+                "the whole forward or backward"
+            )
         self.report(
             run,
             site.where,
-            N_(f"the {site.kind_words} {site.label} on {PLACES} raises {type(error).__name__}: {_first_line(error)}"),
+            N_(f"the {site.kind_words} `{site.label}` on {PLACES} raises {type(error).__name__}: {_first_line(error)}"),
             fix=fix,
             link=link,
             group=f"{site.name}:{type(error).__name__}:{_first_line(error)}",
@@ -150,7 +164,7 @@ class RaisesOnlyInContext(Rule):
             return  # it raises in the training step too: reported there
         if call.pass_.name == "caller":
             message = N_(
-                f"the {site.kind_words} {site.label} on {PLACES} raises {type(error).__name__} under "
+                f"the {site.kind_words} `{site.label}` on {PLACES} raises {type(error).__name__} under "
                 "torch.no_grad(), where you called diagnose() (a validation loop), but not with gradients on: "
                 f"{_first_line(error)}"
             )
@@ -161,7 +175,7 @@ class RaisesOnlyInContext(Rule):
             link = EVAL_NO_GRAD
         else:
             message = N_(
-                f"the {site.kind_words} {site.label} on {PLACES} raises {type(error).__name__} on a batch of "
+                f"the {site.kind_words} `{site.label}` on {PLACES} raises {type(error).__name__} on a batch of "
                 f"{call.pass_.batch} samples, but not on the batch you gave (the last batch of an epoch is often "
                 f"smaller): {_first_line(error)}"
             )

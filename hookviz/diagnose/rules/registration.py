@@ -79,13 +79,14 @@ class LateBinding(Rule):
             shown = (
                 repr(value) if isinstance(value, (str, int, float)) else (run.place_of(value) or type(value).__name__)
             )
+            places = ", ".join(s.where for s in distinct)
             self.report(
                 run,
-                ", ".join(s.where for s in distinct),
+                places,
                 N_(
-                    f"the {distinct[0].kind_words}s {distinct[0].label} on {', '.join(s.where for s in distinct)} were "
-                    f"made in a loop and all read one variable, {variable!r}, when they run: every one of them sees "
-                    f"its last value ({shown}), not the value of its own place."
+                    f"the hooks `{distinct[0].label}` ({distinct[0].kind_words}) on {places} were made in a loop and "
+                    f"all read one variable, {variable!r}, when they run: every one of them sees its last value "
+                    f"({shown}), not the value of its own place."
                 ),
             )
 
@@ -108,7 +109,6 @@ class LateBinding(Rule):
         """A shared variable that names the place of some of these hooks and not of the others (its last value in
         the loop: one module, one name), or that the source shows to be the loop's own variable."""
         owns = [_own(run, s) for s in distinct]
-        names = set(run.names.values()) | {n for n, _ in run.model.named_parameters()}
         loops = code.loop_variables(code.function_of(distinct[0].hook)) or set()
         for name, value in self._shared(distinct):
             if callable(value) and not isinstance(value, nn.Module):
@@ -116,9 +116,8 @@ class LateBinding(Rule):
             verdicts = [_reads_own(value, own) for own in owns]
             if True in verdicts and False in verdicts:
                 return name, value  # right for one hook's place, wrong for the others'
-            known = isinstance(value, (nn.Module, Tensor)) and run.place_of(value) is not None
-            if name in loops and (isinstance(value, int) or known or (isinstance(value, str) and value in names)):
-                return name, value  # the loop's own variable (an index, a name, a layer): the source says so
+            if name in loops and isinstance(value, (int, float, str, bytes, tuple, nn.Module, Tensor)):
+                return name, value  # the loop's own variable (an index, a label, a layer): the source says so
         return None
 
 
@@ -147,13 +146,13 @@ class DuplicateHook(Rule):
             count, words, label = len(copies), site.kind_words, site.label
             message = (
                 N_(
-                    f"{count} copies of the {words} {label} are attached globally: each runs on every call, so "
+                    f"{count} copies of the {words} `{label}` are attached globally: each runs on every call, so "
                     f"whatever it records or changes happens {count} times (a registration inside the training loop, "
                     "a helper or a cell run again)."
                 )
                 if site.is_global
                 else N_(
-                    f"{count} copies of the {words} {label} are attached on {site.where}: each runs on every call, "
+                    f"{count} copies of the {words} `{label}` are attached on {site.where}: each runs on every call, "
                     f"so whatever it records or changes happens {count} times (a registration inside the training "
                     "loop, a helper or a cell run again)."
                 )
@@ -176,7 +175,7 @@ class LegacyBackwardHook(Rule):
                     run,
                     site.where,
                     N_(
-                        f"{site.label} is a legacy backward hook (register_backward_hook): it fires on the last "
+                        f"`{site.label}` is a legacy backward hook (register_backward_hook): it fires on the last "
                         "autograd "
                         "node of the module's forward only, so grad_input can be the gradient of that one operation."
                     ),
@@ -211,7 +210,7 @@ class GlobalHookLeft(Rule):
                     run,
                     "<global>",
                     N_(
-                        f"the global {site.kind_words} {site.label} is registered: it runs for every call of every "
+                        f"the global {site.kind_words} `{site.label}` is registered: it runs for every call of every "
                         "module "
                         "of every model in this process, this one included, until its handle is removed."
                     ),
@@ -290,7 +289,7 @@ class ScaledGradients(Rule):
         scaler = run.scaler
         if scaler is None or not scaler.is_enabled():
             return
-        hooked = [s.where for s in run.sites if s.role in GRADIENT_ROLES]
+        hooked = [s.where for s in run.sites if s.role in GRADIENT_ROLES and s.registered_by is None]
         if hooked:
             self.report(
                 run,

@@ -66,7 +66,7 @@ class HookReturnsHandle(Rule):
                 run,
                 call.site.where,
                 N_(
-                    f"the {call.site.kind_words} {call.site.label} on {call.site.where} returns a RemovableHandle "
+                    f"the {call.site.kind_words} `{call.site.label}` on {call.site.where} returns a RemovableHandle "
                     "(a lambda returning output.register_hook(...)): what a forward hook returns replaces the output, "
                     "so the next layer receives the handle."
                 ),
@@ -95,7 +95,7 @@ class HookReturnsInput(Rule):
                 run,
                 site.where,
                 N_(
-                    f"the forward hook {site.label} on {site.where} returns the module's input ({describe(result)}) "
+                    f"the forward hook `{site.label}` on {site.where} returns the module's input ({describe(result)}) "
                     "instead of its output: the returned value replaces the output, so the module's own work is "
                     "thrown away and the next layer receives what this one received."
                 ),
@@ -121,7 +121,8 @@ class HookChangesStructure(Rule):
                 run,
                 call.site.where,
                 N_(
-                    f"the forward hook {call.site.label} on {call.site.where} returns {describe(result, 0)} where the "
+                    f"the forward hook `{call.site.label}` on {call.site.where} returns {describe(result, 0)} where "
+                    "the "
                     f"module returned {describe(output, 0)}: the returned value replaces the whole output, so the "
                     "code after the module unpacks the wrong thing."
                 ),
@@ -147,7 +148,7 @@ class HookCutsGraph(Rule):
                 run,
                 call.site.where,
                 N_(
-                    f"the forward hook {call.site.label} on {call.site.where} returns a tensor that needs no "
+                    f"the forward hook `{call.site.label}` on {call.site.where} returns a tensor that needs no "
                     "gradient (output.detach()?): it replaces the output, so no gradient flows back through this "
                     "module and the layers before it stop learning."
                 ),
@@ -174,7 +175,7 @@ class OutputReplacedByAnotherShape(Rule):
                 run,
                 site.where,
                 N_(
-                    f"the forward hook {site.label} on {site.where} replaces the output, {describe(output)}, with "
+                    f"the forward hook `{site.label}` on {site.where} replaces the output, {describe(output)}, with "
                     f"{describe(result)}: every layer after it now computes on a value of another shape or type."
                 ),
             )
@@ -200,7 +201,7 @@ class BadGradientReturn(Rule):
             run,
             call.site.where,
             N_(
-                f"the tensor hook {call.site.label} on {PLACES} returns {describe(result)} for a gradient that is "
+                f"the tensor hook `{call.site.label}` on {PLACES} returns {describe(result)} for a gradient that is "
                 f"{describe(grad)}: what a tensor hook returns replaces the gradient, and backward() refuses another "
                 "size or type."
             ),
@@ -222,34 +223,45 @@ class BadBackwardReturn(Rule):
             return
         received = call.args[1]
         what = "grad_input" if site.role == "backward" else "grad_output"
-        problem = _gradient_tuple_problem(result, received)
+        problem = _gradient_tuple_problem(result, received, site, what)
         if problem is None:
             return
         call.neutralise()
         self.report(
             run,
             site.where,
-            N_(
-                f"the {site.kind_words} {site.label} on {site.where} returns {describe(result)} for {what}, which is "
-                f"{describe(received)}: {problem}, so backward() fails."
-            ),
+            problem,
             fix=MAY_RETURN[site.role],
         )
 
 
-def _gradient_tuple_problem(result: Any, received: Any) -> str | None:
-    """Why ``result`` cannot replace the gradient tuple ``received`` (None when it can)."""
+def _gradient_tuple_problem(result: Any, received: Any, site: Site, what: str) -> str | None:
+    """Why ``result`` cannot replace the gradient tuple ``received``, as the finding's message (None when it can)."""
+    head = (site.kind_words, site.label, site.where, describe(result), what, describe(received))
+    words, label, where, returned, which, had = head
     if not isinstance(result, (tuple, list)):
-        return N_name("a backward hook must return a tuple (one entry per gradient), not a bare value")
+        return N_(
+            f"the {words} `{label}` on {where} returns {returned} for {which}, which is {had}: a backward hook must "
+            "return a tuple (one entry per gradient), not a bare value, so backward() fails."
+        )
     if len(result) != len(received):
-        return N_name(f"it has {len(result)} entries where {len(received)} are needed")
+        return N_(
+            f"the {words} `{label}` on {where} returns {returned} for {which}, which is {had}: it has {len(result)} "
+            f"entries where {len(received)} are needed, so backward() fails."
+        )
     for new, old in zip(result, received, strict=True):
         if new is None or old is None:
             continue
         if not isinstance(new, Tensor):
-            return N_name(f"an entry is {describe(new)}, not a tensor")
+            return N_(
+                f"the {words} `{label}` on {where} returns {returned} for {which}, which is {had}: an entry is "
+                f"{describe(new)}, not a tensor, so backward() fails."
+            )
         if new.shape != old.shape:
-            return N_name(f"an entry has shape {tuple(new.shape)} where the gradient has {tuple(old.shape)}")
+            return N_(
+                f"the {words} `{label}` on {where} returns {returned} for {which}, which is {had}: an entry has shape "
+                f"{tuple(new.shape)} where the gradient has {tuple(old.shape)}, so backward() fails."
+            )
     return None
 
 
@@ -272,7 +284,7 @@ class PreHookKeywordsReturn(Rule):
             run,
             site.where,
             N_(
-                f"the forward pre-hook {site.label} on {site.where} was registered with with_kwargs=True and returns "
+                f"the forward pre-hook `{site.label}` on {site.where} was registered with with_kwargs=True and returns "
                 f"{describe(result)}: PyTorch needs None or a pair (new_args, new_kwargs) from it, and the forward "
                 "fails."
             ),
@@ -294,7 +306,7 @@ class PostAccumulateReturns(Rule):
                 run,
                 call.site.where,
                 N_(
-                    f"the post-accumulate-grad hook {call.site.label} on {PLACES} returns {describe(call.result)} "
+                    f"the post-accumulate-grad hook `{call.site.label}` on {PLACES} returns {describe(call.result)} "
                     "(a lambda returns its expression, p.grad.mul_(0.5) included): PyTorch requires None from these "
                     "hooks, and backward() fails with 'post accumulate grad hooks should return None'."
                 ),
@@ -330,12 +342,16 @@ class ReturnForgotten(Rule):
             run,
             site.where,
             N_(
-                f"the {site.kind_words} {site.label} on {PLACES} computes `{local.name}` ({what}) like "
+                f"the {site.kind_words} `{site.label}` on {PLACES} computes `{local.name}` ({what}) like "
                 f"{REPLACES[site.role]} from its arguments, then returns None and throws it away: only what a hook "
                 f"returns replaces {REPLACES[site.role]}, so this hook changes nothing."
             ),
             link=self._LINKS.get(site.role, self.link),
-            fix=_return_fix(site, local.name, bool(local.parts)),
+            fix=(
+                N_("return the value the hook computes: `return output.mul(2)`, not a bare `output.mul(2)`")
+                if local.expression
+                else _return_fix(site, local.name, bool(local.parts))
+            ),
             group=f"{site.name}:{local.name}",
         )
 
@@ -374,14 +390,14 @@ class ReturnBreaksRun(Rule):
             if how == "ignored" and call is not None:
                 received = call.args[-1] if site.role == "forward" else (call.args[1] if len(call.args) > 1 else None)
                 message = N_(
-                    f"the {step} fails {when} because of the {site.kind_words} {site.label} on {site.where}: it "
+                    f"the {step} fails {when} because of the {site.kind_words} `{site.label}` on {site.where}: it "
                     f"returns {describe(call.result)} in place of {REPLACES.get(site.role, site.role)}, which is "
                     f"{describe(received)}; without that return value the {step} runs. The failure: {failure}"
                 )
                 fix = MAY_RETURN.get(site.role, self.fix)
             else:
                 message = N_(
-                    f"the {step} fails {when} because of the {site.kind_words} {site.label} on {site.where}: "
+                    f"the {step} fails {when} because of the {site.kind_words} `{site.label}` on {site.where}: "
                     f"without it the {step} runs. The failure: {failure}"
                 )
                 fix = N_("make the hook work on what it receives here, or leave it out of this run")

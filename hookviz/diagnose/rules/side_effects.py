@@ -45,13 +45,13 @@ class DeviceSync(Rule):
         syncs = ", ".join(call.syncs)
         message = (
             N_(
-                f"the {site.kind_words} {site.label} on {PLACES} calls {syncs} every time it runs, turning a tensor "
+                f"the {site.kind_words} `{site.label}` on {PLACES} calls {syncs} every time it runs, turning a tensor "
                 "into a Python value: this model runs on a GPU, where each one waits for all queued work to finish, "
                 "once per call and layer, so training slows down."
             )
             if on_device
             else N_(
-                f"the {site.kind_words} {site.label} on {PLACES} calls {syncs} every time it runs, turning a tensor "
+                f"the {site.kind_words} `{site.label}` on {PLACES} calls {syncs} every time it runs, turning a tensor "
                 "into a Python value: on the CPU that costs nothing, but on a GPU each one waits for all queued work "
                 "to finish, once per call and layer, so training slows down."
             )
@@ -85,7 +85,7 @@ class HookChangesModel(Rule):
             run,
             site.where,
             N_(
-                f"the {site.kind_words} {site.label} on {site.where} changes the model while it runs: it set "
+                f"the {site.kind_words} `{site.label}` on {site.where} changes the model while it runs: it set "
                 f"{changes}. Everything after it in this step (and every later step) runs with that change."
             ),
         )

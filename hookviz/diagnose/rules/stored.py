@@ -61,7 +61,8 @@ class StoresParameterView(Rule):
                     run,
                     site.where,
                     N_(
-                        f"the {site.kind_words} {site.label} stores {shared[0]} without a copy (weight.detach() shares "
+                        f"the {site.kind_words} `{site.label}` stores {shared[0]} without a copy (weight.detach() "
+                        "shares "
                         "its memory): the "
                         "optimizer updates it in place, so every stored snapshot will equal the final value."
                     ),
@@ -83,7 +84,7 @@ class StoredGraph(Rule):
                     run,
                     site.where,
                     N_(
-                        f"the {site.kind_words} {site.label} on {PLACES} stores a tensor that is still part of the "
+                        f"the {site.kind_words} `{site.label}` on {PLACES} stores a tensor that is still part of the "
                         "autograd graph: it keeps the graph (and its saved activations) alive as long as you keep it, "
                         "and memory grows every step."
                     ),
@@ -128,7 +129,7 @@ class StoredOutputEditedLater(Rule):
                     run,
                     site.where,
                     N_(
-                        f"the forward hook {site.label} stores the output without a copy (output.detach() shares its "
+                        f"the forward hook `{site.label}` stores the output without a copy (output.detach() shares its "
                         "memory), and "
                         "an in-place operation after the module (ReLU(inplace=True), out += identity) edits that "
                         "memory: "
