@@ -29,6 +29,7 @@ $(STAMP): pyproject.toml
 	set -o pipefail; $(PY) -m pip install --quiet --upgrade pip 2>&1 | $(QUIET_PIP)
 	set -o pipefail; $(PY) -m pip install --quiet $(PIP_EXTRA) -e '.[test]' 2>&1 | $(QUIET_PIP)
 	$(PY) -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('2.13.0') and not torch.version.cuda else f'expected CPU torch 2.13.0, got {v} (cuda {torch.version.cuda})')"
+	$(lab-extension)
 	touch $(STAMP)
 
 # JupyterLab for learners: the student copies only (made or refreshed first; a copy you edited is kept), opened
@@ -43,7 +44,22 @@ LAB_WORKSPACE_FILE := $(LAB_WORKSPACES)/default-37a8.jupyterlab-workspace
 define lab-settings
 	install -D -m 644 binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	test -e $(LAB_WORKSPACE_FILE) || install -D -m 644 binder/workspace.json $(LAB_WORKSPACE_FILE)
+	$(lab-extension)
 endef
+# hookviz's JupyterLab helper (labextension/: links to a section of another notebook open at that section; the widgets
+# draw Chinese with hookviz's font), prebuilt into hookviz/labextension and linked where JupyterLab looks for it.
+# Binder (binder/postBuild) and the workshop hub (tljh.sh) link it the same way. `make labextension` rebuilds it.
+define lab-extension
+	mkdir -p $(VENV)/share/jupyter/labextensions
+	ln -sfn $(CURDIR)/hookviz/labextension $(VENV)/share/jupyter/labextensions/hookviz-lab
+endef
+
+.PHONY: labextension
+labextension:
+	cd labextension && npm ci --no-audit --no-fund && npx tsc && \
+		node node_modules/@jupyter/builder/lib/build-labextension.js \
+		--core-package-file node_modules/@jupyterlab/core-meta/core.package.json .
+	$(PY) -c "import runpy; runpy.run_path('scripts/make_cjk_font.py')['copy_to_lab']()"
 LAB_DIRS := --LabApp.workspaces_dir=$(LAB_WORKSPACES)
 
 .PHONY: teacher-lab
@@ -57,8 +73,9 @@ teacher-lab: setup
 # what ran and what did not (with the command that enables each skipped part).
 # Every pytest run goes through the run guard (tests/run_guard.py): a run that skipped tests for a reason not
 # on its allow-list, or collected a notebook and ran none of its cells, fails. HOOKVIZ_REQUIRE=all (as CI
-# sets it) also fails on the allowed skips, e.g. a missing Chromium.
-test: setup lint test-course test-notebooks-generic test-browser
+# sets it) also fails on the allowed skips, e.g. a missing Chromium. Before the browser tests, `make site` builds
+# the web site and checks its links (the browser tests read it too).
+test: setup lint test-course test-notebooks-generic site test-browser
 	@$(PY) scripts/test_summary.py course notebooks-generic-$(CPU) browser
 
 # The summary of the latest run of each stage (make test prints it at the end): `make test-summary`.
@@ -163,8 +180,34 @@ test-colab: colab-env
 	$(COLAB_VENV)/bin/python -m pytest --nbval $(XDIST) -q notebooks tests/test_widgets_static_fallback.py
 	$(if $(DROP_VENV),rm -rf $(COLAB_VENV))
 
-test-browser: setup
+test-browser: setup site
 	HOOKVIZ_STAGE=browser HOOKVIZ_RUN_REPORT=$(REPORTS)/browser.json $(PY) -m pytest -q -m browser tests/browser
+
+# The course on the web: `make site` builds _site/ (index.html at its root; English there, Chinese in _site/zh/) from
+# the committed notebooks and their stored outputs (nothing is executed), then checks every link and anchor
+# (scripts/check_site.py). Its tools (Sphinx + MyST-NB + the Sphinx Book Theme, Pagefind) are pinned in
+# site/requirements.txt and live in their own venv, .venv/site, like repo2docker's: the course's pins are not
+# touched. It rebuilds only when a page's source, the site's files or the tools changed.
+# Look at it: python -m http.server -d _site   (then http://127.0.0.1:8000/).
+SITE_VENV := $(VENV)/site
+SITE_READY := $(SITE_VENV)/.ready
+SITE_CHECKED := _site/.checked
+SITE_INPUTS := $(wildcard notebooks/*.ipynb notebooks/zh/*.ipynb notebooks/*.md notebooks/zh/*.md notebooks/questions.yml \
+	README.md README.zh.md SETUP.md TEACHING.md workshop/*.md workshop/*/*.md workshop/zh/*/*.md \
+	site/*.* site/_static/* site/_templates/* hookviz/*.py hookviz/assets/atlas/*.json) \
+	scripts/build_site.py scripts/check_site.py
+$(SITE_READY): site/requirements.txt | $(STAMP)
+	$(PYTHON) -m venv $(SITE_VENV)
+	set -o pipefail; $(SITE_VENV)/bin/pip install --quiet -r site/requirements.txt 2>&1 | $(QUIET_PIP)
+	touch $@
+
+$(SITE_CHECKED): $(SITE_READY) $(SITE_INPUTS)
+	$(PY) scripts/build_site.py --sphinx "$(SITE_VENV)/bin/python -m sphinx" --pagefind "$(SITE_VENV)/bin/python -m pagefind"
+	$(PY) scripts/check_site.py
+	touch $@
+
+.PHONY: site
+site: setup $(SITE_CHECKED)
 
 # Re-execute notebooks in place and store their outputs: `make execute` (all) or `make execute NB=notebooks/01_x.ipynb`;
 # then regenerate notebooks/zh/ so that the Chinese edition shows the same outputs.
@@ -181,7 +224,7 @@ weights: setup
 
 # Removes the environment and caches only: student/ holds learners' work and is never deleted here.
 clean:
-	rm -rf $(VENV) .pytest_cache $(REPORTS)
+	rm -rf $(VENV) .pytest_cache $(REPORTS) _site build/site
 
 # Student copies of the notebooks in student/ (git ignores it): solutions removed, outputs cleared and claim
 # verdicts hidden (predict, then run), soft checks. A copy the learner changed is never overwritten.

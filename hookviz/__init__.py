@@ -10,7 +10,11 @@ the installation; :func:`hookviz.diagnose`, the hook doctor, checks the hooks on
 answer a question typed in your own words.
 """
 
-from hookviz import catalogue, releases
+from hookviz import (
+    catalogue,
+    doctor,  # the module, callable: hookviz.doctor() runs check_setup()
+    releases,
+)
 from hookviz.capture import (
     Capture,
     HookGroup,
@@ -23,9 +27,10 @@ from hookviz.capture import (
 )
 from hookviz.data import load_digits
 from hookviz.diagnose import Diagnosis, DiagnosisError, Finding, diagnose
-from hookviz.doctor import check_setup, doctor, environment_report
+from hookviz.doctor import check_setup, environment_report
 from hookviz.hooks_table import HookTable, list_hooks, remove_all_hooks
-from hookviz.i18n import get_language, set_language, tr
+from hookviz.i18n import N_, N_name, get_language, ljust, set_language, tr
+from hookviz.i18n import on_language_change as _on_language_change
 from hookviz.models import DigitsCNN, accuracy, load_pretrained_cnn, make_digits_step, train_digits_cnn
 from hookviz.releases import expect_error
 from hookviz.search import Answer, Answers, ask
@@ -96,9 +101,22 @@ __all__ = [
     "set_language",
     "train_digits_cnn",
     "tr",
+    "N_",
+    "N_name",
+    "ljust",
 ]
 
-if get_language() != "en":  # HOOKVIZ_LANG=zh: charts can draw Chinese from the start, as after set_language("zh")
-    from hookviz.render import use_cjk_font as _use_cjk_font
+def _charts_follow_language(language: str) -> None:
+    """Once a language other than English is chosen, charts made from then on can draw it (hookviz's own font).
 
-    _use_cjk_font()
+    Registered with :func:`hookviz.i18n.on_language_change` here, above both layers, so that the language layer
+    never imports the pictures (``hookviz.render`` imports matplotlib only when a language needs it).
+    """
+    if language != "en":
+        from hookviz.render import use_cjk_font
+
+        use_cjk_font()
+
+
+_on_language_change(_charts_follow_language)
+_charts_follow_language(get_language())  # HOOKVIZ_LANG=zh: charts draw Chinese from the start, as after set_language

@@ -39,6 +39,7 @@ import functools
 import html
 import json
 import operator
+import os
 import re
 import threading
 import warnings
@@ -1258,8 +1259,43 @@ def entries_by_key(entries: list[Entry]) -> dict[tuple[str, str], Entry]:
     return {e.key: e for e in entries}
 
 
+def _directory(directory: Any, who: str, *, existing: bool = True) -> Path:
+    """``directory`` as a :class:`~pathlib.Path` (a ``str`` or any path-like, ``~`` expanded); with ``existing``, a
+    folder that is there. A clear error naming ``directory`` otherwise."""
+    if not isinstance(directory, (str, os.PathLike)) or not str(directory).strip():
+        raise TypeError(tr(
+            f"{who}: directory must be a folder path (a str or a pathlib.Path), not {directory!r}; "
+            "leave it out for the atlases that ship with hookviz"
+        ))
+    path = Path(directory).expanduser()
+    try:
+        found = path.is_dir()
+        there = found or path.exists()
+    except OSError as error:  # a name too long for the file system, ...
+        raise ValueError(tr(f"{who}: directory {str(directory)[:80]!r} cannot be a folder: {error.strerror}")) from None
+    if not existing and there and not found:
+        raise FileExistsError(tr(f"{who}: directory {str(directory)[:200]} is a file, not a folder"))
+    if existing and not found:
+        what = "is a file, not a folder" if there else "does not exist"
+        raise FileNotFoundError(tr(
+            f"{who}: directory {str(directory)[:200]} {what}; leave it out for the atlases that ship with hookviz"
+        ))
+    return path
+
+
 def write_snapshot(entries: list[Entry], directory: Path = SNAPSHOT_DIR) -> Path:
     """Store ``entries`` as ``atlas-torch-<version>.json`` (one entry per line); return the path."""
+    directory = _directory(directory, "write_snapshot", existing=False)
+    if not isinstance(entries, list) or not all(isinstance(e, Entry) for e in entries):
+        raise TypeError(tr(
+            "write_snapshot: entries must be a list of Entry (what run_atlas() returns), not "
+            f"{type(entries).__name__}"
+        ))
+    releases = sorted({e.torch for e in entries})
+    if len(releases) > 1:
+        raise ValueError(tr(
+            f"write_snapshot: entries must come from one torch release (one run_atlas()), not from {releases}"
+        ))
     version = entries[0].torch if entries else torch_version()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"atlas-torch-{version}.json"
@@ -1279,24 +1315,40 @@ def _check_version(version: Any, who: str, directory: Path) -> str:
             f"{who}: version must be a torch version string such as {example!r}, not {version!r}{hint}; "
             f"stored: {stored} (hookviz.atlas.torch_version() is the running one)"
         )
+    version = version.strip()
+    if not re.fullmatch(r"\d{1,4}\.\d{1,4}(\.\d{1,4})?([a-z0-9.+]{0,40})", version):
+        stored = stored_versions(directory)
+        raise ValueError(tr(
+            f"{who}: no stored atlas for torch {version[:80]!r}: that is not a torch version such as "
+            f"'2.13.0'{closest_hint(version[:80], stored)}; stored: {stored}"
+        ))
     return version
 
 
 def load_snapshot(version: str, directory: Path = SNAPSHOT_DIR) -> list[Entry]:
     """The stored atlas of torch ``version``; a clear error naming the stored versions when there is none."""
-    _check_version(version, "load_snapshot", directory)
+    directory = _directory(directory, "load_snapshot")
+    version = _check_version(version, "load_snapshot", directory)
     path = directory / f"atlas-torch-{version}.json"
     if not path.exists():
         stored = sorted(p.stem.removeprefix("atlas-torch-") for p in directory.glob("atlas-torch-*.json"))
+        where = "" if directory == SNAPSHOT_DIR else f" in the folder {directory}"
         raise FileNotFoundError(
-            f"no stored atlas for torch {version!r}{closest_hint(version, stored)}; stored: {stored}. "
+            f"no stored atlas for torch {version!r}{where}{closest_hint(version, stored)}; stored: {stored}. "
             "Run hookviz.atlas.write_snapshot(hookviz.atlas.run_atlas()) under that torch to add one"
         )
-    return [Entry(**row) for row in json.loads(path.read_text(encoding="utf-8"))]
+    try:
+        return [Entry(**row) for row in json.loads(path.read_text(encoding="utf-8"))]
+    except (ValueError, TypeError) as error:  # not JSON, or not the atlas's entries
+        raise ValueError(tr(
+            f"load_snapshot: {path} is not a stored atlas ({type(error).__name__}: {str(error)[:120]}); write it "
+            "again with hookviz.atlas.write_snapshot(hookviz.atlas.run_atlas()), or pass another directory"
+        )) from None
 
 
 def stored_versions(directory: Path = SNAPSHOT_DIR) -> list[str]:
     """The torch versions with a stored atlas, oldest first."""
+    directory = _directory(directory, "stored_versions")
     names = [p.stem.removeprefix("atlas-torch-") for p in directory.glob("atlas-torch-*.json")]
     return sorted(names, key=lambda v: tuple(int(part) for part in v.split(".") if part.isdigit()))
 
@@ -1306,7 +1358,8 @@ def stored_version_for(version: str, directory: Path = SNAPSHOT_DIR) -> str | No
 
     Every patch release of a minor release is expected to behave as the stored one (``2.12.0`` as ``2.12.1``).
     """
-    version = _check_version(version, "stored_version_for", directory).split("+")[0]
+    directory = _directory(directory, "stored_version_for")
+    version = _check_version(version, "stored_version_for", directory).split("+")[0]  # a malformed one is refused
     stored = stored_versions(directory)
     if version in stored:
         return version
@@ -1339,7 +1392,11 @@ def _stored_versions_cached(directory: Path) -> tuple[str, ...]:
 
 def version_span(versions: list[str], directory: Path = SNAPSHOT_DIR) -> str:
     """``versions`` for a table cell: a run of consecutive stored versions as ``2.8.0–2.14.1``, others listed."""
-    stored = list(_stored_versions_cached(directory))
+    if not isinstance(versions, (list, tuple)) or not all(isinstance(v, str) for v in versions):
+        raise TypeError(tr(
+            f"version_span: versions must be a list of version strings such as ['2.8.0', '2.9.1'], not {versions!r}"
+        ))
+    stored = list(_stored_versions_cached(_directory(directory, "version_span")))
     if len(versions) > 2 and all(v in stored for v in versions):
         first, last = stored.index(versions[0]), stored.index(versions[-1])
         if stored[first : last + 1] == list(versions):
@@ -1655,6 +1712,7 @@ class AtlasWidget:
         for control in (self.query, self.kind, self.category):
             control.observe(self.refresh, names="value")
         self.box = widgets.VBox([widgets.HBox([self.query, self.kind, self.category]), self.view])
+        self.box.add_class("hookviz-widget")  # hookviz's Chinese font as a fallback (labextension/style/index.css)
         previous = previous_from_same_place("AtlasWidget", self, outside_ipython=False)
         if previous is not None:  # the same notebook cell run again: its earlier widget is not shown any more
             previous.close()

@@ -27,8 +27,8 @@ from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
 from hookviz.catalogue import HookKind, hook_kind
-from hookviz.i18n import tr
-from hookviz.text import closest_hint
+from hookviz.i18n import N_, tr
+from hookviz.text import closest_hint, closest_names
 
 __all__ = [
     "Capture",
@@ -270,8 +270,14 @@ def resolve_layers(
                 raise TypeError(f"layer names must be strings from named_modules(), got {name!r}")
             if name not in named:
                 _refuse_second_name(model, named, name)
-                hint = closest_hint(name, named)
-                raise KeyError(tr(f"no layer named {name!r} in {type(model).__name__}{hint}"))
+                close, owner = ", ".join(map(repr, closest_names(name, named))), type(model).__name__
+                raise KeyError(
+                    tr(
+                        f"no layer named {name!r} in {owner}; closest: {close}"
+                        if close
+                        else f"no layer named {name!r} in {owner}"
+                    )
+                )
         chosen_names = set(layers)
         chosen = {name: module for name, module in named.items() if name in chosen_names}
     else:
@@ -354,8 +360,9 @@ def _count_nonfinite(value: Any) -> tuple[int, int]:
 
 def _no_grad_note() -> str:
     """Why a layer's output does not require grad, for its notes."""
-    why = "torch.no_grad() or inference mode" if not torch.is_grad_enabled() else "nothing before it requires grad"
-    return f"no gradients: the output does not require grad ({why})"
+    if not torch.is_grad_enabled():
+        return N_("no gradients: the output does not require grad (torch.no_grad() or inference mode)")
+    return N_("no gradients: the output does not require grad (nothing before it requires grad)")
 
 
 def _check_call(record: LayerRecord, call: Any) -> int:
@@ -536,7 +543,7 @@ class Capture:
                 return
             tensors = list(iter_tensors(output))
             if not tensors:
-                record.note(f"output of type {type(output).__name__} holds no tensor; nothing captured")
+                record.note(N_(f"output of type {type(output).__name__} holds no tensor; nothing captured"))
             record.activations.append(_map_tensors(output, self._keep))
             record.gradients.append(None)
             self.forward_order.append((name, call))
@@ -701,8 +708,8 @@ def _entangled(outputs: list[tuple[tuple[int | str, ...], Tensor]], args: tuple[
     for paths in by_id.values():
         if len(paths) > 1:
             reason = (
-                f"outputs {' and '.join(map(_path_text, paths))} are the same tensor (aliased): a tensor hook "
-                "sees the sum of their gradients, so no per-output gradient is captured for them"
+                N_(f"outputs {' and '.join(map(_path_text, paths))} are the same tensor (aliased): a tensor hook "
+                "sees the sum of their gradients, so no per-output gradient is captured for them")
             )
             refused.update({p: reason for p in paths})
     targets = {key: paths[0] for key, paths in by_id.items() if key[1] >= 0}
@@ -720,8 +727,8 @@ def _entangled(outputs: list[tuple[tuple[int | str, ...], Tensor]], args: tuple[
                 source = targets.get((id(parent), number))
                 if source is not None and source != path:
                     refused[source] = (
-                        f"output {_path_text(path)} is computed from output {_path_text(source)}: a tensor hook on "
-                        f"{_path_text(source)} sees the gradient through both, so its own gradient is not captured"
+                        N_(f"output {_path_text(path)} is computed from output {_path_text(source)}: a tensor hook on "
+                        f"{_path_text(source)} sees the gradient through both, so its own gradient is not captured")
                     )
                 if id(parent) not in seen and id(parent) not in boundary:
                     seen.add(id(parent))

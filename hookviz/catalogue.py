@@ -22,6 +22,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from hookviz.i18n import N_, tr
 from hookviz.text import closest_hint, text_table
 
 __all__ = [
@@ -423,9 +424,16 @@ def catalogue_table(
     def cell(kind: HookKind, column: str) -> str:
         value = getattr(kind, column)
         if column == "deprecated":
-            return "deprecated" if value else ""
+            return tr("deprecated") if value else ""
         if column == "returns_handle":
-            return "handle" if value else ""
+            return tr("handle") if value else ""
+        if column == "phase":
+            return tr(value)
         return "" if value is None else str(value)
 
-    return text_table(columns, [[cell(k, c) for c in columns] for k in kinds(target=target, phase=phase)])
+    headers = [tr(_COLUMN_HEADERS.get(column, column)) for column in columns]
+    return text_table(headers, [[cell(k, c) for c in columns] for k in kinds(target=target, phase=phase)])
+
+
+#: The headers :func:`catalogue_table` shows in the learner's language (the other columns show their field name).
+_COLUMN_HEADERS = {"name": N_("name"), "register": N_("register"), "phase": N_("phase")}

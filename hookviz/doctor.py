@@ -16,10 +16,15 @@ from __future__ import annotations
 import argparse
 import importlib.metadata as md
 import platform
+import re
+import shutil
+import subprocess
 import sys
+import types
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hookviz import releases
 from hookviz.i18n import get_language, tr
@@ -76,11 +81,50 @@ def on_colab() -> bool:
     return "google.colab" in sys.modules
 
 
+#: Words in the family names of fonts that draw Chinese (Noto/Source Han CJK, WenQuanYi, the Windows and macOS ones).
+_CJK_FAMILY = re.compile(
+    r"CJK|WenQuanYi|WQY|Source Han|Noto Sans SC|Noto Serif SC|YaHei|SimSun|SimHei|NSimSun|DengXian|KaiTi|FangSong|"
+    r"PingFang|Heiti|Hiragino Sans GB|STHeiti|STSong|Songti|Droid Sans Fallback|AR PL|Sarasa|HarmonyOS Sans SC",
+    re.IGNORECASE,
+)
+def chinese_font() -> str | None:
+    """The family of a font on this machine that draws Chinese, or ``None`` when there is none.
+
+    What is checked, honestly: the fonts of the machine that runs Python (``fc-list :lang=zh``, else matplotlib's list
+    of system fonts, by family name). A browser draws the notebooks' text with the fonts of the machine *it* runs on:
+    this says whether a browser on this machine can (a container, a minimal Linux, WSL), not whether a laptop that
+    reaches a remote server can (Windows and macOS always have one). hookviz's own font is not counted: it draws
+    hookviz's pictures only.
+    """
+    if sys.platform in ("win32", "darwin"):  # both ship Chinese fonts (Microsoft YaHei, PingFang)
+        return "the system's (Windows and macOS ship Chinese fonts)"
+    fc_list = shutil.which("fc-list")
+    if fc_list:
+        try:
+            found = subprocess.run([fc_list, ":lang=zh", "family"], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            found = None
+        if found is not None and found.returncode == 0:
+            families = sorted({line.split(",")[0].strip() for line in found.stdout.splitlines() if line.strip()})
+            families = [f for f in families if not f.startswith("hookviz")]
+            families.sort(key=lambda f: not re.search(r"\b(SC|CN)\b|WenQuanYi|WQY", f))  # simplified Chinese first
+            return families[0] if families else None
+    try:
+        from matplotlib import font_manager
+    except ImportError:  # pragma: no cover - matplotlib is a course dependency
+        return None
+    package = str(Path(__file__).resolve().parent)
+    names = sorted({f.name for f in font_manager.fontManager.ttflist
+                    if _CJK_FAMILY.search(f.name) and not str(f.fname).startswith(package)})
+    return names[0] if names else None
+
+
 def environment_report() -> dict[str, str | None]:
-    """A dict of Python and package versions, plus the widget front end and whether CUDA is usable."""
+    """A dict of Python and package versions, plus the widget front end, a Chinese font and whether CUDA is usable."""
     report: dict[str, str | None] = {"python": platform.python_version()}
     report.update({name: _version(name) for name in PACKAGES})
     report["widget front end"] = _widget_frontend()
+    report["Chinese font"] = chinese_font()
     try:
         import torch
     except ImportError:
@@ -91,13 +135,31 @@ def environment_report() -> dict[str, str | None]:
     return report
 
 
+def _python_version(text: Any) -> tuple[int, int] | None:
+    """``(3, 12)`` of ``"3.12.1"``, ``"3.12rc1"`` or ``"3.12"``; ``None`` when ``text`` holds no version."""
+    match = re.match(r"\s*(\d+)\.(\d+)", text) if isinstance(text, str) else None
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
 def check(report: dict[str, str | None] | None = None, *, colab: bool | None = None) -> Verdict:
     """Judge a report (default: this machine's): what must be fixed, and what only differs."""
     report = environment_report() if report is None else report
+    if not isinstance(report, dict):
+        raise TypeError(tr(
+            f"report must be a dict such as environment_report() returns (or None for this machine's), not "
+            f"{type(report).__name__}"
+        ))
+    if colab is not None and not isinstance(colab, bool):
+        raise TypeError(tr(f"colab must be True, False or None (found from this machine), not {colab!r}"))
     colab = on_colab() if colab is None else colab
     verdict = Verdict()
-    python = tuple(int(part) for part in (report.get("python") or "0.0").split(".")[:2])
-    if python < MIN_PYTHON:
+    python = _python_version(report.get("python"))
+    if python is None:
+        verdict.problems.append(
+            f"the report has no Python version (python: {report.get('python')!r}): check this machine with "
+            "hookviz.check_setup(), or pass environment_report()'s dict."
+        )
+    elif python < MIN_PYTHON:
         verdict.problems.append(
             f"Python {report.get('python')} is too old: install Python {'.'.join(map(str, MIN_PYTHON))} or newer "
             "(SETUP.md), then make the course's environment again."
@@ -118,8 +180,22 @@ def check(report: dict[str, str | None] | None = None, *, colab: bool | None = N
             "`make lab` installs it (package jupyterlab_widgets); in your own environment "
             "`pip install jupyterlab_widgets`, then restart JupyterLab."
         )
+    if "Chinese font" in report and report["Chinese font"] is None and not colab:
+        verdict.warnings.append(
+            "this machine has no font that draws Chinese: a browser running on it shows the Chinese edition "
+            "(notebooks/zh, the widgets under set_language('zh')) as empty boxes; hookviz's pictures carry their own "
+            "font. Install one (Debian/Ubuntu: sudo apt-get install fonts-noto-cjk; Fedora: sudo dnf install "
+            "google-noto-sans-cjk-fonts; conda: conda install -c conda-forge font-ttf-noto-cjk), then reload the page. "
+            "A browser on another computer uses that "
+            "computer's fonts (Windows and macOS have Chinese ones)."
+        )
     torch_version = report.get("torch")
-    if torch_version is not None and torch_version.split("+")[0] != OUTPUTS_TORCH:
+    if torch_version is not None and not isinstance(torch_version, str):
+        verdict.problems.append(
+            f"the report's torch version is not a version string (torch: {torch_version!r}): check this machine with "
+            "hookviz.check_setup(), or pass environment_report()'s dict."
+        )
+    elif torch_version is not None and torch_version.split("+")[0] != OUTPUTS_TORCH:
         verdict.warnings.append(release_warning(torch_version))
     if colab:
         verdict.warnings.append(
@@ -156,6 +232,11 @@ def release_warning(version: str) -> str:
     """What differs on torch ``version`` from the stored outputs, by notebook section (a warning's text).
 
     In the current language (:func:`tr`), sentence by sentence; the sections' ids stay as written."""
+    if not isinstance(version, str):
+        raise TypeError(tr(
+            f"release_warning: version must be a torch version string such as '2.11.0', not {version!r}; "
+            "environment_report()['torch'] is this machine's"
+        ))
     base = version.split("+")[0]
     span = f"{releases.OLDEST} to {releases.NEWEST}"
     tested = ", ".join(f"{v} ({tr(why)})" for v, why in releases.TESTED.items())
@@ -243,12 +324,25 @@ def doctor() -> dict[str, str | None]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m hookviz.doctor [--check]``: print the report; with ``--check`` exit 0 if READY, else 1."""
+    if argv is not None and (not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(tr(f"main: argv must be a list of command-line words such as ['--check'], not {argv!r}"))
     parser = argparse.ArgumentParser(prog="python -m hookviz.doctor", description="Is this machine ready?")
     parser.add_argument("--check", action="store_true", help="exit 0 when READY, 1 when NOT READY")
     args = parser.parse_args(argv)
     report = check_setup()
     return 0 if not args.check or check(report).ready else 1
 
+
+class _CallableModule(types.ModuleType):
+    """This module, callable: ``hookviz.doctor()`` runs :func:`check_setup` (the name the workshop kits call), while
+    ``import hookviz.doctor`` and ``from hookviz import doctor`` give the module itself, with :func:`check`,
+    :func:`release_warning`, :class:`Verdict` and :func:`main` (``python -m hookviz.doctor``)."""
+
+    def __call__(self) -> dict[str, str | None]:
+        return check_setup()
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import importlib
+import sys
 import types
 import warnings
 import weakref
@@ -295,7 +296,8 @@ def remove_all_hooks(
     silently change what the model computes. The result is an ``int`` whose ``kept`` attribute
     lists the hooks left in place; a warning names them. Global module hooks affect every model in
     the process, so they are removed only with ``include_global=True``. With ``optimizer``, its step
-    hooks go too (and, with ``include_global=True``, the global optimizer step hooks).
+    hooks go too (and, with ``include_global=True``, the global optimizer step hooks). A model that another hookviz
+    tool is using (a monitor training it) is refused, as the other tools refuse it: its hooks are that tool's.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(
@@ -304,6 +306,9 @@ def remove_all_hooks(
         )
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer (or None), got {type(optimizer).__name__}")
+    claims = sys.modules.get("hookviz.widgets.common")  # loaded with the widgets; else no tool can be using it
+    if claims is not None:  # a monitor training it would go on recording nothing (NaN) without a word
+        claims.refuse_if_in_use(model, "remove_all_hooks()")
     removed = 0
     cleared: set[int] = set()
     kept = HookTable()

@@ -22,10 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.nn import functional as F
 
+from hookviz.guards import check_int, check_number, run_mode
+from hookviz.i18n import tr
+from hookviz.text import closest_names
+
 __all__ = [
+    "ATTENTION",
     "CACHE_KEYWORD",
     "COPY_LEN",
     "PAD",
@@ -83,7 +88,82 @@ def cache_of(mapping: Any) -> Any:
 
     ``None`` when there is none (a forward pass with ``use_cache=False``).
     """
+    if isinstance(mapping, (str, bytes, int, float, list, tuple)) or mapping is None:
+        raise TypeError(tr(
+            f"cache_of: mapping must be a hook's kwargs (a dict) or a model's output, not {type(mapping).__name__}"
+        ))
     return mapping.get(CACHE_KEYWORD) if hasattr(mapping, "get") else getattr(mapping, CACHE_KEYWORD, None)
+
+
+#: The config fields that must be whole numbers of at least 1 when an override gives them.
+_COUNT_FIELDS = (
+    "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "max_position_embeddings",
+)
+#: A seed the random generators take: a whole number from 0 to 2**63 - 1.
+_SEED_LIMIT = 2**63
+#: The largest count a config field, a batch or a prompt may have here (the course's model is tiny: a count in the
+#: billions would only ask torch for more memory than the machine has).
+_MAX_COUNT = 4096
+_MAX_BATCH = 100_000
+#: The attention implementations the course's model runs with (``"eager"`` can return the attention weights).
+ATTENTION = ("sdpa", "eager")
+
+
+def _check_attention(value: Any) -> str:
+    """``value`` when it is one of :data:`ATTENTION`, else a clear error with the closest name."""
+    if not isinstance(value, str) or value not in ATTENTION:
+        close = ", ".join(map(repr, closest_names(str(value), ATTENTION)))
+        raise ValueError(tr(
+            f"attn_implementation must be 'sdpa' or 'eager' (the course's CPU model runs with these), not {value!r}"
+            + (f"; closest: {close}" if close else "")
+        ))
+    return value
+
+
+def _config_fields(config_class: type) -> set[str]:
+    """The keywords ``config_class`` knows: its own parameters, its attributes and those of every config."""
+    import dataclasses
+    import inspect
+
+    known = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
+    if dataclasses.is_dataclass(config_class):
+        known |= {f.name for f in dataclasses.fields(config_class)}
+    known |= {name.lstrip("_").removesuffix("_internal") for name in vars(config_class())}
+    return known | {"attn_implementation", "output_attentions", "torch_dtype"}
+
+
+def _check_overrides(overrides: dict[str, Any], who: str) -> None:
+    """Refuse a field ``LlamaConfig`` does not have (transformers would keep it silently) and counts below 1."""
+    transformers = _transformers()
+    known = _config_fields(transformers.LlamaConfig)
+    for name in overrides:
+        if name not in known:
+            close = ", ".join(map(repr, closest_names(name, known)))
+            message = (f"{who}: LlamaConfig has no field {name!r} (transformers would keep a misspelled field and "
+                       "build the default model)")
+            raise TypeError(tr(f"{message}; closest: {close}" if close else message))
+    for name in _COUNT_FIELDS:
+        if name in overrides:  # converted: transformers' config refuses a numpy or torch integer
+            overrides[name] = check_int(overrides[name], name, minimum=1, maximum=_MAX_COUNT,
+                                        fix="the course's model is tiny: 2 layers, hidden size 32")
+    if "attn_implementation" in overrides:
+        _check_attention(overrides["attn_implementation"])
+    if "hidden_act" in overrides:
+        from transformers.activations import ACT2FN
+
+        act = overrides["hidden_act"]
+        if not isinstance(act, str) or act not in ACT2FN:
+            close = ", ".join(map(repr, closest_names(str(act), ACT2FN)))
+            raise ValueError(tr(f"hidden_act must be the name of an activation transformers knows, not {act!r}"
+                                + (f"; closest: {close}" if close else "")))
+
+
+def _check_seed(seed: Any, name: str = "seed") -> int:
+    seed = check_int(seed, name, minimum=0)
+    if seed >= _SEED_LIMIT:
+        raise ValueError(tr(f"{name} must be below 2**63 (what torch's random generator takes), not {seed}"))
+    return seed
 
 
 def tiny_llama_config(**overrides: Any):
@@ -91,25 +171,40 @@ def tiny_llama_config(**overrides: Any):
 
     Two layers, hidden size 32, four query heads of size 8 and two key/value heads (grouped-query attention:
     each key/value head serves two query heads), a 12-token vocabulary (digits, ``SEP``, ``PAD``), no tied
-    embeddings, SDPA attention.
+    embeddings, SDPA attention. A field ``LlamaConfig`` does not have (a misspelling) is refused, with the closest
+    names; so are counts below 1 and query heads that the key/value heads do not divide.
     """
     transformers = _transformers()
+    _check_overrides(overrides, "tiny_llama_config")
     fields = dict(
         vocab_size=VOCAB_SIZE, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=32,
         tie_word_embeddings=False, bos_token_id=None, eos_token_id=None, pad_token_id=PAD,
     )
     fields.update(overrides)
+    heads, kv_heads = fields["num_attention_heads"], fields["num_key_value_heads"]
+    if heads % kv_heads:
+        raise ValueError(tr(
+            f"num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv_heads}): each key/value "
+            "head serves the same number of query heads; choose num_key_value_heads that divide it"
+        ))
     config = transformers.LlamaConfig(**fields)
     config._attn_implementation = overrides.get("attn_implementation", "sdpa")
     return config
 
 
 def random_llama(seed: int = 0, **overrides: Any):
-    """A fresh, untrained ``LlamaForCausalLM`` of :func:`tiny_llama_config` (with ``overrides``), in eval mode."""
+    """A fresh, untrained ``LlamaForCausalLM`` of :func:`tiny_llama_config` (with ``overrides``), in eval mode.
+
+    The weights come from ``torch.manual_seed(seed)`` inside :func:`torch.random.fork_rng`: the caller's global
+    random state is left as it was.
+    """
     transformers = _transformers()
-    torch.manual_seed(seed)
-    return transformers.LlamaForCausalLM(tiny_llama_config(**overrides)).eval()
+    seed = _check_seed(seed)
+    config = tiny_llama_config(**overrides)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return transformers.LlamaForCausalLM(config).eval()
 
 
 def _weights_dir() -> Path:
@@ -123,6 +218,7 @@ def load_tiny_llama(attn_implementation: str = "sdpa"):
     return attention weights).
     """
     transformers = _transformers()
+    _check_attention(attn_implementation)
     progress_bar_was_on = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar in a notebook's stored output
     try:
@@ -141,28 +237,86 @@ def make_copy_batch(n: int = 64, *, seed: int = 0, copy_len: int = COPY_LEN) -> 
     ``prompts`` has shape ``(n, copy_len + 1)``, ``answers`` ``(n, copy_len)``; both int64. The same
     ``seed`` gives the same batch on every machine; the global random state is not touched.
     """
+    n = check_int(n, "n", minimum=1, maximum=_MAX_BATCH, fix="how many prompts, e.g. make_copy_batch(64)")
+    seed = _check_seed(seed)
+    copy_len = check_int(copy_len, "copy_len", minimum=1, maximum=_MAX_COUNT)
     generator = torch.Generator().manual_seed(seed)
     digits = torch.randint(0, 10, (n, copy_len), generator=generator)
     prompts = torch.cat([digits, torch.full((n, 1), SEP)], dim=1)
     return prompts, digits.clone()
 
 
+def _check_model(model: Any, who: str) -> None:
+    if not isinstance(model, nn.Module) or not hasattr(model, "generate"):
+        raise TypeError(tr(
+            f"{who}: model must be a Hugging Face causal language model (load_tiny_llama(), random_llama()), not "
+            f"{type(model).__name__}"
+        ))
+
+
+def _check_tokens(tokens: Any, name: str) -> Tensor:
+    """``tokens`` when it is a 2-D integer tensor (a batch of token ids), else a clear error."""
+    integer = isinstance(tokens, Tensor) and not (tokens.is_floating_point() or tokens.is_complex())
+    if not integer or tokens.dtype == torch.bool:
+        what = str(tokens.dtype).removeprefix("torch.") if isinstance(tokens, Tensor) else type(tokens).__name__
+        raise TypeError(tr(
+            f"{name} must be token ids (an integer tensor, e.g. from make_copy_batch), not {what}; "
+            f"use {name}.long() for token ids stored as floats"
+        ))
+    if tokens.ndim != 2:
+        raise ValueError(tr(
+            f"{name} must be 2-D (samples, tokens), not of shape {tuple(tokens.shape)}; "
+            f"use {name}[None] for one sample"
+        ))
+    if tokens.numel() == 0:
+        raise ValueError(tr(f"{name} is empty (shape {tuple(tokens.shape)}): give at least one sample of one token"))
+    return tokens
+
+
+def _check_vocabulary(model: Any, tokens: Tensor, name: str) -> None:
+    """Refuse token ids the model's embedding does not have (torch would say "index out of range in self")."""
+    size = getattr(getattr(model, "config", None), "vocab_size", None)
+    low, high = int(tokens.min()), int(tokens.max())
+    if low < 0 or (isinstance(size, int) and high >= size):
+        raise ValueError(tr(
+            f"{name} holds token ids from {low} to {high}, and the model knows 0 to {size - 1}: "
+            "give ids of its vocabulary (make_copy_batch gives the copy task's)"
+        ))
+
+
 def generate_greedy(model, prompts: Tensor, max_new_tokens: int, **kwargs: Any) -> Tensor:
     """Hugging Face ``model.generate`` with greedy decoding and no stop token: ``(N, L + max_new_tokens)``."""
-    return model.generate(prompts, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
-                          do_sample=False, **kwargs)
+    _check_model(model, "generate_greedy")
+    prompts = _check_tokens(prompts, "prompts")
+    _check_vocabulary(model, prompts, "prompts")
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=1, maximum=_MAX_COUNT)
+    try:
+        return model.generate(prompts, max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
+                              do_sample=False, **kwargs)
+    except ValueError as error:  # transformers' word for a misspelled keyword: name it as an argument of ours
+        if "model_kwargs" not in str(error) or not kwargs:
+            raise
+        raise TypeError(tr(
+            f"generate_greedy: model.generate() does not take the keyword argument(s) {sorted(kwargs)}: "
+            "check their spelling (they go to transformers' generate())"
+        )) from error
 
 
 @torch.no_grad()
 def copy_accuracy(model, prompts: Tensor, answers: Tensor) -> float:
-    """Fraction of answer tokens that greedy ``generate()`` gets right (the model's mode is restored after)."""
-    was_training = model.training
-    model.eval()
-    try:
+    """Fraction of answer tokens that greedy ``generate()`` gets right (every submodule's mode is restored after)."""
+    _check_model(model, "copy_accuracy")
+    prompts, answers = _check_tokens(prompts, "prompts"), _check_tokens(answers, "answers")
+    if len(answers) != len(prompts):
+        raise ValueError(tr(
+            f"copy_accuracy: answers has {len(answers)} rows for {len(prompts)} prompts: pass the answers of the same "
+            "prompts (make_copy_batch gives both)"
+        ))
+    _check_vocabulary(model, prompts, "prompts")
+    _check_vocabulary(model, answers, "answers")
+    with run_mode(model, False):
         new = generate_greedy(model, prompts, answers.shape[1])[:, prompts.shape[1]:]
         return (new == answers).float().mean().item()
-    finally:
-        model.train(was_training)
 
 
 def train_tiny_llama(steps: int = 2000, batch_size: int = 64, lr: float = 5e-3, seed: int = 0):
@@ -170,8 +324,13 @@ def train_tiny_llama(steps: int = 2000, batch_size: int = 64, lr: float = 5e-3, 
 
     Deterministic: the weights come from ``torch.manual_seed(seed)``, batch ``k`` from :func:`make_copy_batch`
     with seed ``seed * 100_003 + 10_000 + k`` (never the seeds below 10,000 that tests and notebooks use).
-    AdamW, cross-entropy on the answer positions only.
+    AdamW, cross-entropy on the answer positions only. The caller's global random state is left as it was.
     """
+    steps = check_int(steps, "steps", minimum=0)
+    batch_size = check_int(batch_size, "batch_size", minimum=1, maximum=_MAX_BATCH)
+    lr = check_number(lr, "lr", above=0, maximum=10)
+    seed = _check_seed(seed)
+    _check_seed(seed * 100_003 + 10_000 + steps, "seed * 100_003 + 10_000 + steps")
     model = random_llama(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     model.train()

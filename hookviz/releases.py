@@ -19,11 +19,14 @@ patch release of each minor release in the range, :data:`SNAPSHOT_RELEASES` (2.8
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
+
+from hookviz.i18n import tr
 
 __all__ = [
     "DIFFERENCES",
@@ -57,14 +60,25 @@ TESTED = {
 SNAPSHOT_RELEASES = ("2.8.0", "2.9.1", "2.10.0", "2.11.0", "2.12.1", "2.13.0", "2.14.1")
 
 
+_RELEASE = re.compile(r"(\d{1,4})\.(\d{1,4})(?![\d])")
+
+
 def minor(version: str | None = None) -> tuple[int, int]:
-    """``(major, minor)`` of ``version`` (default: the running torch): ``"2.11.0+cpu"`` -> ``(2, 11)``."""
-    text = torch.__version__ if version is None else str(version)
-    parts = text.split("+")[0].split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        raise ValueError(f"not a torch release: {text!r} (expected e.g. '2.11' or '2.11.0')") from None
+    """``(major, minor)`` of ``version`` (default: the running torch): ``"2.11.0+cpu"`` -> ``(2, 11)``.
+
+    A version is a string: the number ``2.10`` is the float ``2.1`` and cannot be told from release 2.1, so a
+    number is refused (``TypeError``), as is a string whose first two parts are not whole numbers (``ValueError``).
+    """
+    if version is not None and not isinstance(version, str):
+        raise TypeError(tr(
+            f"version must be a string such as '2.10' (in quotes: a number loses its trailing zeros), not "
+            f"{version!r}"
+        ))
+    text = torch.__version__ if version is None else version
+    match = _RELEASE.match(text.strip())
+    if match is None:
+        raise ValueError(tr(f"not a torch release: {text!r} (expected e.g. '2.11' or '2.11.0')"))
+    return int(match.group(1)), int(match.group(2))
 
 
 def in_range(version: str | None = None) -> bool:
@@ -118,10 +132,24 @@ DIFFERENCES: dict[str, Difference] = {}
 
 def differ(key: str, section: str, what: str, *rows: tuple[str, str, object]) -> Difference:
     """Record a behaviour that differs between releases (each row: ``(since, what happens, value)``)."""
+    if not isinstance(key, str) or not key:
+        raise TypeError(tr(f"differ: key must be a non-empty string naming the difference, not {key!r}"))
     if not rows or rows[0][0] != OLDEST:
         raise ValueError(f"{key}: the first row must start at the oldest supported release {OLDEST}")
     if key in DIFFERENCES:
         raise ValueError(f"{key}: recorded twice")
+    for row in rows:
+        if not isinstance(row, tuple) or len(row) != 3 or not isinstance(row[0], str) or not isinstance(row[1], str):
+            raise ValueError(tr(f"differ: each row must be (since, what happens, value), e.g. ('2.8', 'no', False), "
+                                f"not {row!r}"))
+        if not in_range(row[0]):
+            raise ValueError(tr(f"differ: a row's release {row[0]} is outside the supported range "
+                                f"({OLDEST} to {NEWEST})"))
+    if [minor(row[0]) for row in rows] != sorted({minor(row[0]) for row in rows}):
+        raise ValueError(tr("differ: the rows must be in release order, oldest first, each release once"))
+    if not isinstance(section, str) or not re.fullmatch(r"\d\d[a-z0-9_]*#[A-Za-z0-9_-]+", section):
+        raise ValueError(tr(f"differ: section must be 'NN_notebook#anchor' (e.g. '04_backward_hooks#full-backward'), "
+                            f"not {section!r}"))
     DIFFERENCES[key] = Difference(key, section, what, tuple(rows))
     return DIFFERENCES[key]
 
@@ -270,9 +298,19 @@ differ(
 
 
 def expected(key: str, version: str | None = None) -> object:
-    """The value ``DIFFERENCES[key]`` gives for ``version`` (default: the running torch)."""
+    """The value ``DIFFERENCES[key]`` gives for ``version`` (default: the running torch).
+
+    A ``version`` given outside the supported range is refused: no row was measured there.
+    """
+    if not isinstance(key, str):
+        raise TypeError(tr(f"key must be the name of a release difference (a string), not {key!r}"))
     if key not in DIFFERENCES:
         raise KeyError(f"no release difference {key!r}; known: {sorted(DIFFERENCES)}")
+    if version is not None and not in_range(version):
+        raise ValueError(tr(
+            f"torch {version} is outside the releases the course measured ({OLDEST} to {NEWEST}): no row says "
+            "what happens there; pass a release of that range, or None for the running torch"
+        ))
     return DIFFERENCES[key].value(version)
 
 
@@ -292,26 +330,50 @@ def show(key: str) -> object:
 
 
 def sections_that_differ(version: str | None = None, reference: str = PINNED) -> list[Difference]:
-    """The differences whose behaviour on ``version`` is not the one on ``reference`` (the stored outputs')."""
+    """The differences whose behaviour on ``version`` is not the one on ``reference`` (the stored outputs').
+
+    Both must lie in the supported range (no row was measured outside it)."""
+    for name, given in (("version", version), ("reference", reference)):
+        if given is not None and not isinstance(given, str):
+            raise TypeError(tr(f"{name} must be a torch release as a string, such as '2.13', not {given!r}"))
+        if given is not None and not in_range(given):
+            raise ValueError(tr(
+                f"{name}: torch {given} is outside the releases the course measured ({OLDEST} to {NEWEST}): no row "
+                "says what happens there"
+            ))
     return [d for d in DIFFERENCES.values() if d.value(version) != d.value(reference)]
 
 
 @contextmanager
-def expect_error(kind: type[BaseException], fragment: str) -> Iterator[None]:
+def expect_error(kind: type[BaseException] | tuple[type[BaseException], ...], fragment: str) -> Iterator[None]:
     """The block must raise ``kind`` with ``fragment`` in its message; print ``Kind: ...fragment...`` only.
 
     For a pitfall whose error message differs between releases (autograd names its nodes differently, a
     typo was fixed ...): the cell shows the part of the message that every release gives, and fails with a
-    clear message when the block raises nothing, another error, or a message without the fragment.
+    clear message when the block raises nothing, another error, or a message without the fragment. ``kind`` is an
+    exception class (or a tuple of them) and ``fragment`` a string; anything else is refused before the block runs.
     """
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not kinds or not all(isinstance(k, type) and issubclass(k, BaseException) for k in kinds):
+        raise TypeError(tr(
+            f"expect_error: kind must be an exception class (or a tuple of them), not {kind!r}; "
+            "e.g. expect_error(ValueError, 'bad')"
+        ))
+    if not isinstance(fragment, str):
+        raise TypeError(tr(
+            f"expect_error: fragment must be a string, the part of the message every release gives, not {fragment!r}; "
+            "e.g. expect_error(ValueError, 'bad')"
+        ))
     try:
         yield
     except kind as error:
+        name = kind.__name__ if isinstance(kind, type) else type(error).__name__
         if fragment not in str(error):
-            raise AssertionError(f"{kind.__name__} was raised, but its message lacks {fragment!r}: {error}") from error
-        print(f"{kind.__name__}: ...{fragment}...")
+            raise AssertionError(f"{name} was raised, but its message lacks {fragment!r}: {error}") from error
+        print(f"{name}: ...{fragment}...")
         return
-    raise AssertionError(f"expected {kind.__name__} ('...{fragment}...'), but the block raised nothing")
+    names = " or ".join(k.__name__ for k in kinds)
+    raise AssertionError(f"expected {names} ('...{fragment}...'), but the block raised nothing")
 
 
 def markdown_table(notebooks: str = "notebooks/") -> str:

@@ -31,6 +31,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from PIL import Image, ImageDraw, ImageFont
 
+from hookviz.i18n import N_, get_language, tr
 from hookviz.summarize import Histogram
 
 __all__ = [
@@ -272,8 +273,6 @@ def figure_text(text: str) -> str:
 
     Notebooks use it for their own figures' titles and axis labels, so that a zh notebook draws Chinese labels.
     """
-    from hookviz.i18n import get_language, tr
-
     if get_language() == "en":
         return text
     shown = tr(text)
@@ -287,7 +286,8 @@ def figure_text(text: str) -> str:
 def use_cjk_font() -> bool:
     """Let matplotlib draw Chinese: hookviz's font becomes the last fallback of ``font.family`` (each glyph the
     other fonts lack is taken from it; nothing else changes). Charts made from now on use it; ``set_language("zh")``
-    calls this. Returns ``False`` when the font file is missing.
+    calls this (``hookviz/__init__.py`` registers it with :func:`hookviz.i18n.on_language_change`). Returns
+    ``False`` when the font file is missing.
     """
     font = cjk_font()
     if font is None:
@@ -317,8 +317,6 @@ def panel_font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
 
 def get_language_of_pictures() -> str:
     """The language pictures are drawn in: the learner's (English only if hookviz's Chinese font is missing)."""
-    from hookviz.i18n import get_language
-
     language = get_language()
     return language if language == "en" or cjk_font() is not None else "en"
 
@@ -524,7 +522,8 @@ def pace_png(
     left = int(half + 8 + min(name_w, 110) + 6)
     right = width - 14
     plot_w = right - left
-    _text(draw, (half + 4, 4), _fit(draw, "mean |gradient|, last steps", width - half - 8), fill=_TEXT, font=font)
+    title = figure_text("mean |gradient|, last steps")  # in the learner's language, as the detailed chart's
+    _text(draw, (half + 4, 4), _fit(draw, title, width - half - 8), fill=_TEXT, font=font)
     values = np.asarray(grad_by_depth, dtype=np.float64)
     good = np.isfinite(values) & (values > 0)
     draw.line([(left, top + plot_h), (right, top + plot_h)], fill=_TEXT)
@@ -560,7 +559,7 @@ def pace_png(
         text = _fit(draw, name, 110)
         y = top + (i + 0.5) * bar_h - FONT_PX / 2 - 1
         _text(draw, (left - 6 - draw.textlength(text, font=font), y), text, fill=_TEXT, font=font)
-    label = "mean |gradient| (log scale)"
+    label = figure_text("mean |gradient| (log scale)")
     _axis_label(draw, label, left, plot_w, top + plot_h + 4 + line)
     buf = io.BytesIO()  # few colours: a palette PNG is smaller and quicker to send than RGB
     img.quantize(colors=32, method=Image.Quantize.FASTOCTREE).save(buf, format="PNG", compress_level=1)
@@ -850,8 +849,8 @@ def block_mean(
 def heatmap_panel_png(
     values: np.ndarray,
     *,
-    row_label: str = "position",
-    col_label: str = "feature",
+    row_label: str = N_("position"),
+    col_label: str = N_("feature"),
     vmin: float | None = None,
     vmax: float | None = None,
     title: str = "",
@@ -911,10 +910,14 @@ def heatmap_panel_png(
     oy = top + line
     img.paste(Image.fromarray(tile), (x0, oy))
     row_label, col_label = figure_text(row_label), figure_text(col_label)
-    head = f"rows: {row_label} 0-{rows - 1}" if count is None else f"{count} values in rows of {cols}"
+    head = N_(f"rows: {row_label} 0-{rows - 1}") if count is None else N_(f"{count} values in rows of {cols}")
     head = figure_text(head)
     draw.text((x0, top), _fit(draw, head, area_w), fill=_GREY, font=font)
-    caption = f"columns: {col_label} 0-{cols - 1}" if count is None else f"value i: row i // {cols}, column i % {cols}"
+    caption = (
+        N_(f"columns: {col_label} 0-{cols - 1}")
+        if count is None
+        else N_(f"value i: row i // {cols}, column i % {cols}")
+    )
     if (fy, fx) != (1, 1):
         caption += f" · mean of {fy}x{fx} blocks"
     caption = " · ".join(figure_text(part) for part in caption.split(" · "))
@@ -1001,16 +1004,16 @@ def monitor_figure(
             "step",
             "no gradient yet",
             "mean |gradient|, last steps",
-            "activation mean",
-            "activation std",
-            "no non-zero gradient",
+            N_("activation mean"),
+            N_("activation std"),
+            N_("no non-zero gradient"),
         )
     }
     words |= {
         key: figure_text(text)
         for key, text in (
-            ("colorful", f"|activation| over steps: {selected}"),
-            ("histogram", f"log10 |gradient|: {selected}"),
+            ("colorful", N_(f"|activation| over steps: {selected}")),
+            ("histogram", N_(f"log10 |gradient|: {selected}")),
             ("gradient axis", f"log10 |gradient|{zeros}"),
         )
     }
@@ -1046,7 +1049,7 @@ def monitor_figure(
             ax.text(0.5, 0.5, words["no gradient yet"], ha="center", va="center", transform=ax.transAxes, color="0.35")
         ax.set_title(words["mean |gradient|, last steps"])
         lines = []
-        for col, (values, title) in enumerate(((act_mean, "activation mean"), (act_std, "activation std"))):
+        for col, (values, title) in enumerate(((act_mean, N_("activation mean")), (act_std, N_("activation std")))):
             ax = fig.add_subplot(grid[1, col])
             for j in range(n):
                 (ln,) = ax.plot(steps, values[:, j], lw=1.2)
@@ -1098,7 +1101,7 @@ def timeline_figure(fig: Figure, events: Sequence[tuple[int, str, str, str]], ki
     from matplotlib.ticker import MaxNLocator
 
     if not events:
-        return _message(fig, "no hook calls match these filters")
+        return _message(fig, N_("no hook calls match these filters"))
     fig.clear()
     markers = "os^vDP*Xph"
     order, backward_text = figure_text("firing order"), figure_text("backward")  # before rc_context, as above

@@ -5,27 +5,33 @@ or in Chinese, ``"为什么钩子被调用了两次"``) and gets the few best se
 (notebook path and anchor) and a one-line summary. What is searched, in the language of the question:
 
 - the **question index** (``notebooks/questions.yml``): real questions people asked in public threads, with
-  the short answer and the cell that proves it (English only);
+  the short answer and the cell that proves it (in Chinese, each entry's ``question_zh``, linked to the Chinese
+  edition's section);
 - the **FAQ** (notebook 10) and the **mistakes clinic** (notebook 11), section by section;
 - every other notebook's **sections**: the markdown from one ``<a id="...">`` anchor to the next, under its
   heading (the Chinese edition, ``notebooks/zh/``, has the same sections and anchors in Chinese);
 - the **hook atlas** (:mod:`hookviz.atlas`): one entry per hook kind and situation, with what was measured,
   linked to the section that teaches it (or to the atlas table of notebook 16).
 
-Ranking is Okapi BM25 from the ``rank-bm25`` package; this module only turns text into words. English is
+Ranking is Okapi BM25 from the ``rank-bm25`` package; this module only turns text into words. Text is first put
+in NFKC form (the full-width ``ｈｏｏｋ`` of a Chinese input method is ``hook``). English is
 lower-cased and split into words (an identifier such as ``register_forward_hook`` counts whole and as its
-parts), with a light suffix rule so that ``hooks``/``hook`` and ``fires``/``firing`` meet and a short list of
-the words learners use for the course's (``delete`` for ``remove``, ``layer`` for ``module``); Chinese is split
-into single characters and pairs of neighbouring characters (no dictionary needed), and the course's glossary
-terms also count as their English words, so ``删掉`` meets ``移除`` and ``remove()``. A section found by several
-kinds of document (its text, its heading, a question of the index it proves, atlas entries it teaches) ranks
-above one found by a single kind (:meth:`_Index.search`). The index is built
+parts), with a light suffix rule so that ``hooks``/``hook`` and ``fires``/``firing`` meet, a short list of
+the words learners use for the course's (``delete`` for ``remove``, ``layer`` for ``module``), and a word after
+"not"/"never" counted once more as ``not_<word>`` ("does not fire"). Chinese colloquial words become the course's
+(:data:`_SYNONYMS_ZH`: 怎么 → 如何, 删/取消注册/注销 → 移除, 显存 → 内存), in the course's text and the question
+alike; then it is split into single characters and pairs of neighbouring characters (no dictionary needed), and the
+course's glossary terms also count as their English words, so ``删掉`` meets ``移除`` and ``remove()``. A section
+found by several kinds of document (its text, its heading, a question of the index it proves, atlas entries it
+teaches) ranks above one found by a single kind (:meth:`_Index.search`). A question that names nothing the course
+is about, or that no section holds enough of, gets no answer rather than three unrelated ones (:data:`MIN_COVERAGE`),
+and a pasted page costs no more than a question (:data:`MAX_CHARS`, :data:`MAX_WORDS`). The index is built
 once per process, on first use, from the files of the course repository (no network). It needs the
 notebooks, which live in the repository next to the ``hookviz`` package, not inside it: a ``hookviz``
 installed on its own raises :class:`CourseNotFoundError`, which says so.
 
->>> answers = ask("my hook prints nothing when I call layer.forward(x)")  # doctest: +SKIP
->>> answers[0].link  # doctest: +SKIP
+>>> answers = ask("my hook prints nothing when I call layer.forward(x)")
+>>> answers[0].link
 'notebooks/10_faq.ipynb#faq-not-firing'
 """
 
@@ -33,14 +39,16 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import threading
+import unicodedata
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, overload
 
-from hookviz.i18n import LANGUAGES, translate
+from hookviz.i18n import LANGUAGES, tr, translate
 
 __all__ = [
     "SOURCES",
@@ -48,12 +56,16 @@ __all__ = [
     "Answers",
     "CourseNotFoundError",
     "Document",
+    "QuestionIndexError",
     "ask",
     "build_index",
     "check_k",
     "check_language",
+    "check_question",
+    "check_root",
     "course_root",
     "detect_language",
+    "normalize",
     "tokenize",
 ]
 
@@ -87,8 +99,40 @@ _STOP_WORDS = frozenset(
     whom why will with would you your yours e g eg ie etc get got want wanted need please help anyone
     someone way ways thing things""".split()
 )
+#: Chinese particles: a pair of characters with one of them is never a word of its own (钩子的, 触发了).
+_PARTICLES = frozenset("")
+#: How much a single Chinese character of a question counts against a pair of them (see :meth:`_Index.search`).
+_CHAR_WEIGHT = 1.0
 #: Chinese characters that only carry grammar (particles, pronouns); pairs with them still count.
-_STOP_CHARS = frozenset("的了吗呢吧啊么是我你他她它在和与及就都也还又把被这那哪个一有很")
+_STOP_CHARS = frozenset("的了吗呢吧啊么是我你他她它在和与及就都也还又把被这那哪个一有很啥嘛呀哦喔呗咧嗯哈诶欸咱俺您们")
+
+#: Traditional characters and the simplified ones the Chinese edition writes: a question typed in traditional characters
+#: (Taiwan, Hong Kong: 為什麼我的鉤子被調用了兩次) meets the course's words once :func:`normalize` has put it in simplified
+#: ones. The common characters only (those of questions about code, and the everyday ones around them), and only
+#: characters that simplified text never uses (著, 乾, 瞭 are left: simplified text has them too), so that the course's
+#: own text is never changed; Taiwan's words for the course's (記憶體 for 内存, 模組 for 模块) are in :data:`_SYNONYMS_ZH`.
+_TRADITIONAL_PAIRS = """
+並并 亂乱 佈布 佔占 來来 係系 個个 們们 備备 傳传 傷伤 億亿 儘尽 優优 儲储 內内 兩两 冊册 凍冻 別别 刪删 則则 動动 務务 區区 卻却 厲厉 參参 問问 啟启 喚唤 單单 嗎吗 嘆叹 嚮向 嚴严
+囉啰 圍围 園园 圓圆 圖图 團团 執执 報报 塊块 壓压 壞坏 夠够 夥伙 奧奥 奪夺 妳你 孫孙 學学 實实 寧宁 寫写 寬宽 寶宝 將将 專专 尋寻 對对 導导 屆届 層层 屬属 峯峰 島岛 師师 幫帮 幹干
+幾几 庫库 廠厂 廢废 廣广 廳厅 張张 彈弹 彎弯 彙汇 後后 徑径 從从 復复 徵征 徹彻 惡恶 惱恼 愛爱 態态 慣惯 慮虑 憂忧 憶忆 應应 懶懒 懷怀 戰战 戲戏 戶户 拋抛 捨舍 捲卷 掃扫 掛挂 揚扬
+換换 揮挥 損损 搖摇 撐撑 撥拨 擁拥 擇择 擊击 擋挡 擔担 據据 擬拟 擴扩 擷撷 擾扰 攔拦 攜携 攝摄 攤摊 敗败 敘叙 敵敌 數数 斂敛 斷断 於于 時时 晝昼 暈晕 暫暂 曆历 書书 會会 朧胧 東东
+條条 棄弃 棧栈 業业 極极 榮荣 構构 槍枪 槓杠 樁桩 樂乐 樓楼 標标 樣样 樹树 橋桥 機机 檔档 檢检 櫃柜 欄栏 權权 歐欧 歡欢 歲岁 歷历 歸归 殘残 殺杀 殼壳 毀毁 氣气 氫氢 決决 沒没 淺浅
+減减 測测 準准 溝沟 滅灭 滯滞 滾滚 滿满 漢汉 漲涨 漸渐 潔洁 濃浓 濕湿 濾滤 瀏浏 灑洒 灣湾 災灾 為为 無无 煩烦 熱热 燈灯 爐炉 爭争 爲为 爾尔 牀床 牆墙 牠它 犧牺 狀状 猶犹 獎奖 獨独
+獲获 獻献 現现 瑪玛 環环 產产 畢毕 畫画 異异 當当 疊叠 瘋疯 療疗 發发 盜盗 盡尽 監监 盤盘 眾众 睏困 確确 碼码 礎础 礙碍 礦矿 祕秘 禍祸 禮礼 稅税 種种 稱称 穀谷 積积 穩稳 窩窝 窮穷
+竊窃 競竞 筆笔 節节 範范 築筑 篩筛 簡简 簽签 籃篮 籌筹 籤签 糧粮 糾纠 紀纪 約约 紅红 紋纹 納纳 紐纽 純纯 紙纸 級级 紛纷 細细 紹绍 終终 組组 結结 絕绝 絡络 給给 統统 絲丝 綁绑 經经
+綜综 綠绿 綫线 維维 綱纲 網网 緊紧 緒绪 線线 締缔 緣缘 編编 緩缓 緯纬 練练 縣县 縮缩 總总 織织 繞绕 繩绳 繪绘 繼继 續续 纏缠 罰罚 罷罢 羅罗 義义 習习 聖圣 聞闻 聯联 聰聪 聲声 職职
+聽听 肅肃 脈脉 脫脱 腦脑 腫肿 腳脚 膚肤 膠胶 膽胆 臉脸 臟脏 臨临 與与 興兴 舉举 舊旧 艙舱 艦舰 艱艰 莊庄 華华 萬万 葉叶 蓋盖 蔣蒋 薦荐 藍蓝 藝艺 藥药 蘋苹 蘭兰 處处 虛虚 號号 蝦虾
+蟲虫 蠟蜡 衆众 術术 衛卫 衝冲 裏里 補补 裝装 裡里 製制 複复 襪袜 襯衬 見见 規规 視视 親亲 覺觉 覽览 觀观 觸触 訂订 計计 訊讯 討讨 訓训 託托 記记 訣诀 訪访 設设 許许 訴诉 診诊 註注
+詐诈 評评 詞词 詢询 試试 該该 詳详 誇夸 誌志 認认 誕诞 誘诱 語语 誠诚 誤误 說说 誰谁 課课 調调 談谈 請请 諒谅 論论 諮咨 諸诸 諾诺 謀谋 謂谓 謊谎 謎谜 講讲 謝谢 謹谨 證证 識识 譜谱
+譯译 議议 護护 讀读 變变 讓让 讚赞 豈岂 豎竖 豐丰 豬猪 貓猫 貝贝 貞贞 負负 財财 貢贡 貨货 販贩 貪贪 貫贯 責责 貯贮 貴贵 貸贷 費费 貼贴 賀贺 資资 賊贼 賓宾 賞赏 賠赔 賣卖 質质 賬账
+賴赖 賺赚 購购 賽赛 贈赠 贊赞 贏赢 趕赶 趙赵 趨趋 跡迹 踐践 蹤踪 躍跃 車车 軌轨 軍军 軟软 軸轴 較较 載载 輔辅 輕轻 輛辆 輩辈 輪轮 輯辑 輸输 輻辐 轄辖 轉转 轟轰 辦办 辭辞 辯辩 農农
+迴回 這这 連连 週周 進进 遊游 運运 過过 達达 違违 遙遥 遞递 遠远 適适 遲迟 遷迁 選选 遺遗 還还 邊边 邏逻 郵邮 鄉乡 鄭郑 鄰邻 醜丑 醞酝 醫医 釀酿 釋释 針针 鈎钩 鈕钮 鈴铃 鉛铅 鉤钩
+銀银 銅铜 銷销 鋒锋 鋪铺 錄录 錢钱 錦锦 錯错 錶表 鍊链 鍋锅 鍵键 鎖锁 鎮镇 鏈链 鏟铲 鏡镜 鐘钟 鐵铁 鑑鉴 鑒鉴 鑰钥 長长 門门 閃闪 閉闭 開开 閑闲 閒闲 間间 閘闸 閣阁 閥阀 閱阅 闆板
+闊阔 闖闯 關关 闡阐 陣阵 陰阴 陸陆 陽阳 隊队 階阶 際际 隨随 險险 隱隐 隸隶 隻只 雖虽 雙双 雜杂 雞鸡 離离 難难 雲云 電电 霧雾 靈灵 靜静 韌韧 韓韩 響响 頁页 頂顶 項项 順顺 須须 預预
+頑顽 頒颁 頓顿 頗颇 領领 頭头 頸颈 頻频 顆颗 題题 額额 顏颜 願愿 顛颠 類类 顧顾 顫颤 顯显 風风 颱台 飄飘 飛飞 飯饭 飼饲 飽饱 飾饰 餅饼 養养 餓饿 餘余 館馆 餵喂 饋馈 馬马 駐驻 駕驾
+騎骑 騙骗 騰腾 驅驱 驗验 驚惊 骯肮 髒脏 體体 髮发 鬆松 鬍胡 鬥斗 鬧闹 鬱郁 魚鱼 魯鲁 鮮鲜 鳥鸟 鳳凤 鳴鸣 鹽盐 麗丽 麥麦 麵面 麼么 黃黄 點点 黨党 黴霉 齊齐 齒齿 齡龄 龍龙 龐庞 龜龟
+"""
+_TRADITIONAL = {ord(pair[0]): pair[1] for pair in _TRADITIONAL_PAIRS.split()}
 
 
 #: Words a learner uses for what the course says another way (after :func:`_stem`): each maps to the course's word.
@@ -103,11 +147,15 @@ _SYNONYMS = {
     "throw": "rais", "thrown": "rais", "crash": "fail", "break": "fail", "broken": "fail",
     # the rest
     "pickl": "sav", "serializ": "sav", "serialis": "sav", "gradient": "grad", "argument": "arg",
-    "layer": "modul", "param": "parameter",
+    "layer": "modul", "param": "parameter", "attn": "attention",
 }
 #: Phrases a learner writes for one word of the course's.
 _PHRASES = {"get rid of": "remove", "take off": "remove", "two times": "twice", "2 times": "twice",
-            "deep copy": "deepcopy", "deep-copy": "deepcopy"}
+            "deep copy": "deepcopy", "deep-copy": "deepcopy", "prints nothing": "not fire", "print nothing": "not fire",
+            "nothing gets printed": "not fire", "nothing is printed": "not fire", "nothing happens": "not fire",
+            "never called": "not fire", "never runs": "not fire", "never fires": "not fire",
+            "stop firing": "not fire", "stops firing": "not fire", "stopped firing": "not fire",
+            "micro batch": "microbatch", "micro-batch": "microbatch"}
 _PHRASE = re.compile(r"\b(" + "|".join(re.escape(p) for p in _PHRASES) + r")\b")
 #: Chinese words of the course (its glossary, i18n/zh/glossary.md) and the English word each stands for: a Chinese
 #: question then also meets the identifiers that Chinese sections keep in English (``remove()``, ``register_*``),
@@ -121,9 +169,62 @@ _TERMS_ZH = {
     "保存": "save", "错误": "error", "报错": "error", "出错": "error", "异常": "exception", "两次": "twice",
     "冻结": "frozen", "注意力": "attention", "优化器": "optimizer", "叶子": "leaf", "激活": "activation",
     "编译": "compile", "全局": "global", "返回": "return", "元组": "tuple", "原地": "inplace", "权重": "weight",
-    "深拷贝": "deepcopy", "深复制": "deepcopy",
+    "深拷贝": "deepcopy", "深复制": "deepcopy", "批次": "batch", "微批次": "microbatch", "累加": "accumulate",
 }
 _TERM_ZH = re.compile("|".join(sorted(_TERMS_ZH, key=len, reverse=True)))
+#: Chinese words a learner types for the course's own (colloquial forms, question words, near-synonyms), each mapped
+#: to the word the Chinese edition uses, in the text of the course and of the question alike, before it is cut into
+#: characters and pairs: "怎么删掉钩子" is then "如何移除钩子", the words of FAQ 3's title. A canonical word maps to
+#: itself, so that a longer word holding a shorter key is never cut (保存 stays whole though 存 maps to it).
+_SYNONYMS_ZH = {
+    # question words say how a question is asked, not what about: they go (a short question of the index would
+    # otherwise match every "怎么 ...?" on them)
+    "如何": " ", "怎么": " ", "怎样": " ", "怎么样": " ", "咋": " ", "咋样": " ", "怎么才能": " ",
+    "怎样才能": " ", "如何才能": " ", "有没有办法": " ", "有什么办法": " ", "什么办法": " ",
+    "怎么办": " ", "咋办": " ", "怎么弄": " ", "怎么搞": " ", "怎么做": " ", "该怎么": " ",
+    "为什么": " ", "为啥": " ", "为何": " ", "怎么回事": " ", "咋回事": " ", "什么原因": " ", "是什么": " ",
+    "什么": " ", "能不能": " ", "可不可以": " ", "是不是": " ", "有没有": " ",
+    # taking a hook off
+    "移除": "移除", "删除": "移除", "删掉": "移除", "删": "移除", "去掉": "移除", "去除": "移除", "拿掉": "移除",
+    "取下": "移除", "取消注册": "移除", "注销": "移除", "卸载": "移除", "卸掉": "移除", "清除": "移除", "清掉": "移除",
+    "摘掉": "移除", "撤销": "移除", "解除": "移除", "去除掉": "移除",
+    # putting one on
+    "注册": "注册", "挂上": "注册", "挂到": "注册", "挂在": "注册", "挂个": "注册", "挂一个": "注册", "装上": "注册",
+    "加上": "注册", "加个": "注册", "加一个": "注册", "添加": "注册", "安装": "注册",
+    # a hook that does not run
+    "不触发": "不触发", "没触发": "不触发", "没有触发": "不触发", "没被调用": "不触发", "没有被调用": "不触发",
+    "不被调用": "不触发", "没调用": "不触发", "没有调用": "不触发", "没执行": "不触发", "没有执行": "不触发",
+    "不执行": "不触发", "没运行": "不触发", "没有运行": "不触发", "不运行": "不触发", "没反应": "不触发",
+    "没有反应": "不触发", "不生效": "不触发", "没生效": "不触发", "没有生效": "不触发", "不起作用": "不触发",
+    "不工作": "不触发", "失效": "不触发", "没用": "不触发", "没有用": "不触发", "不管用": "不触发",
+    # running one
+    "触发": "触发", "跑": "运行", "跑了": "运行", "执行": "运行", "运行": "运行",
+    # twice
+    "两次": "两次", "两遍": "两次", "两回": "两次", "二次": "两次", "2次": "两次", "多次": "两次", "重复": "两次",
+    # memory
+    "内存": "内存", "显存": "内存", "显卡内存": "内存", "爆显存": "内存不足", "爆内存": "内存不足",
+    "内存溢出": "内存不足", "内存不够": "内存不足", "涨": "增长", "上涨": "增长", "暴涨": "增长", "飙升": "增长",
+    "越来越大": "增长", "一直增加": "增长", "泄露": "泄漏",
+    # getting a value
+    "获取": "获取", "拿到": "获取", "拿": "获取", "得到": "获取", "取得": "获取", "获得": "获取", "取出": "获取",
+    "提取": "获取", "抽取": "获取", "抓取": "获取", "抓到": "获取", "取到": "获取",
+    # changing a value
+    "修改": "修改", "改": "修改", "改掉": "修改", "更改": "修改", "改变": "修改", "篡改": "修改", "换掉": "替换",
+    # the rest
+    "网络": "模型", "特征图": "特征图", "激活图": "特征图", "feature map": "特征图", "中间层": "中间层",
+    "隐藏层": "中间层", "中间的层": "中间层", "反传": "反向传播", "回传": "反向传播", "正向": "前向", "拷贝": "复制",
+    "存下来": "保存", "存起来": "保存", "存下": "保存", "存储": "保存", "保存": "保存", "冻住": "冻结",
+    "变慢": "拖慢", "很慢": "拖慢", "慢不慢": "拖慢", "影响速度": "拖慢", "报错": "报错", "出错": "报错",
+    "抛异常": "报错", "抛出异常": "报错", "崩了": "报错", "勾子": "钩子", "钩子函数": "钩子", "回调函数": "钩子",
+    "中间结果": "中间层输出", "中间输出": "中间层输出", "显卡": "GPU", "多卡": "多 GPU", "多显卡": "多 GPU",
+    "单机多卡": "多 GPU", "清零": "置零", "归零": "置零", "不更新": "冻结", "不参与训练": "冻结", "固定住": "冻结",
+    "序列化": "保存", "存模型": "保存模型", "注意力矩阵": "注意力权重", "注意力图": "注意力权重",
+    "注意力分数": "注意力权重", "卡死": "卡住", "死锁": "卡住", "就地": "原地", "累积": "累加", "梯度截断": "梯度裁剪",
+    "没效果": "不触发", "没有效果": "不触发", "无效": "不触发", "没作用": "不触发", "没有作用": "不触发",
+    "存": "保存", "存在": "存在", "存活": "存活", "缓存": "缓存", "生存": "生存",
+    "何时": "何时", "什么时候": "何时", "啥时候": "何时", "多久": "何时",
+}
+_SYNONYM_ZH = re.compile("|".join(sorted(map(re.escape, _SYNONYMS_ZH), key=len, reverse=True)))
 _DOUBLED = re.compile(r"([b-df-hj-np-tv-z])\1$")
 
 
@@ -155,7 +256,9 @@ def tokenize(text: str) -> list[str]:
     ['hook', 'fir', 'twic', '钩', '钩子', '子', '子触', '触', '触发', '发', '发两', '两', '两次', '次']
     """
     words: list[str] = []
-    text = _PHRASE.sub(lambda m: _PHRASES[m.group()], text.lower())
+    text = _SYNONYM_ZH.sub(lambda m: _SYNONYMS_ZH[m.group()], normalize(_text(text, "tokenize")))
+    text = _PHRASE.sub(lambda m: _PHRASES[m.group()], re.sub(r"n['’]t\b", " not", text.lower()))
+    negated = False  # the previous word was "not", "never" or "no": the next one also counts as "not_<word>"
     for match in _TOKEN.finditer(text):
         token = match.group()
         if _HAS_CJK.match(token):
@@ -163,21 +266,43 @@ def tokenize(text: str) -> list[str]:
             for i, char in enumerate(token):
                 if char not in _STOP_CHARS:
                     words.append(char)
-                if i + 1 < len(token):
+                if i + 1 < len(token) and not (_PARTICLES & {char, token[i + 1]}):
                     words.append(token[i : i + 2])
             continue
         parts = [p for p in re.split(r"[_.]+", token) if p]
         stems = [_stem(p) for p in parts]
         if len(parts) > 1:  # an identifier whole, parts stemmed (layer.forward meets module.forward); then the parts
             words.append("_".join(stems))
-        kept = zip(parts, stems, strict=True)
-        words.extend(stem for part, stem in kept if part not in _STOP_WORDS and len(part) > 1 and not part.isdigit())
+        kept = [stem for part, stem in zip(parts, stems, strict=True)
+                if part not in _STOP_WORDS and len(part) > 1 and not part.isdigit()]
+        words.extend(kept)
+        if negated and kept:  # "does not fire", "never called": the pair says more than its two words
+            words.append(f"not_{kept[0]}")
+        negated = token in ("not", "never", "no") or (negated and not kept)
     return words
+
+
+def _text(text: Any, who: str, name: str = "text") -> str:
+    """``text`` when it is a string, else a clear ``TypeError`` naming ``who`` and the argument ``name``."""
+    if not isinstance(text, str):
+        raise TypeError(tr(f"{who}: {name} must be a string, not {type(text).__name__}"))
+    return text
+
+
+def normalize(text: str) -> str:
+    """``text`` in Unicode NFKC form, in simplified characters: the full-width letters, digits and signs a Chinese
+    input method types (``ｈｏｏｋ``, ``（）``, ``，``) become their plain forms, and traditional characters
+    (:data:`_TRADITIONAL`) simplified ones, as in the course's own text.
+
+    >>> normalize("ｈｏｏｋ 為什麼被調用了兩次？")
+    'hook 为什么被调用了两次?'
+    """
+    return unicodedata.normalize("NFKC", _text(text, "normalize")).translate(_TRADITIONAL)
 
 
 def detect_language(question: str) -> str:
     """``"zh"`` when ``question`` has a Chinese character, else ``"en"``."""
-    return "zh" if _HAS_CJK.search(question) else "en"
+    return "zh" if _HAS_CJK.search(_text(question, "detect_language", "question")) else "en"
 
 
 # ---------------------------------------------------------------------------------------------- documents
@@ -286,19 +411,56 @@ def notebook_documents(
     return documents
 
 
-def question_documents(path: Path) -> list[Document]:
-    """The question index's entries that a cell proves (``proven_by``), each linked to that cell's section."""
+class QuestionIndexError(ValueError):
+    """``notebooks/questions.yml`` cannot be read as the question index (bad YAML, or not a list of entries)."""
+
+
+def _question_entries(path: Path) -> list[dict[str, Any]]:
+    """The entries of the question index at ``path``; a :class:`QuestionIndexError` naming the file otherwise."""
     try:
         import yaml
     except ImportError as exc:  # pragma: no cover - PyYAML comes with the course's pins
         raise ImportError("hookviz.ask reads notebooks/questions.yml with PyYAML: pip install pyyaml") from exc
-    entries = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    try:
+        entries = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = where.line + 1 if where is not None else "?"
+        raise QuestionIndexError(tr(
+            f"{path} is not valid YAML at line {line} ({getattr(exc, 'problem', None) or type(exc).__name__}): "
+            "fix the file (python -c \"import yaml; yaml.safe_load(open('notebooks/questions.yml'))\" shows where), "
+            "or give root= another course repository"
+        )) from None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise QuestionIndexError(tr(
+            f"{path} must be a YAML list of entries (- id: ..., question: ..., proven_by: ...), not "
+            f"{type(entries).__name__ if not isinstance(entries, list) else 'a list holding other things'}; "
+            "fix the file, or give root= another course repository"
+        ))
+    return entries
+
+
+def question_documents(path: Path, language: str = "en", sections: dict[str, str] | None = None) -> list[Document]:
+    """The question index's entries that a cell proves (``proven_by``), each linked to that cell's section.
+
+    In Chinese (``language="zh"``) the entry's ``question_zh`` is the title, linked to the Chinese edition's section
+    (skipped where that notebook has no such section: ``sections`` maps each Chinese link to its summary, which the
+    entry shows; the answer is written in English only). Its English question is searched too, for the identifiers
+    a Chinese question keeps in English.
+    """
     documents = []
-    for entry in entries:
+    for entry in _question_entries(path):
         target = entry.get("proven_by")
         if not target:
             continue
         question, answer = str(entry.get("question", "")), str(entry.get("answer", ""))
+        if language != "en":
+            title = str(entry.get(f"question_{language}") or "")
+            link = str(target).replace("notebooks/", f"notebooks/{language}/", 1)
+            if title and sections is not None and link in sections:
+                documents.append(Document("question index", language, title, sections[link], link,
+                                          f"{title}\n{question}"))
+            continue
         topic = str(entry.get("topic", "")).replace("-", " ")
         summary = _shorten(_SENTENCE_END.split(answer, maxsplit=1)[0]) if answer else question
         # the question and its answer's first sentence: the rest of a long answer (what was not run, the release
@@ -376,6 +538,63 @@ _AGREEMENT = 0.3
 _SOURCE_WEIGHTS = {"question index": 1.5, "FAQ": 1.5, "clinic": 1.5}
 
 
+#: What the course is about: a question that names none of these (after :func:`_stem`) nor an identifier
+#: (``register_forward_hook``, ``torch.compile``) is not about the course ("what time is it", "你好"), however well
+#: its generic words match a sentence somewhere in it.
+_TOPIC_WORDS = frozenset(_stem(w) for w in """
+    hook handle remove register fire call trigger execute forward backward pre post grad gradient autograd tensor
+    module layer model network parameter param weight bias buffer input output activation feature map embedding
+    attention head transformer llama decoder encoder token logit loss optimizer step train training eval inference
+    no_grad leaf node graph compile export script jit onnx fx trace dynamo ddp fsdp zero deepspeed distributed
+    dataparallel parallel gpu cuda cpu device memory leak oom nan inf checkpoint checkpointing pickle save load
+    state_dict copy deepcopy clone detach inplace relu conv convolution linear lstm rnn gru sequential modulelist
+    batch epoch twice error exception warning raise return tuple none shape dtype slow speed overhead thread
+    visualize visualise visualization saliency gradcam cam captum steering probe ablation patching quantization
+    quantize prune norm clip clipping accumulate accumulation freeze frozen requires_grad retain_grad pytorch torch
+    huggingface transformers pack unpack saved hookviz atlas notebook cell kernel widget callback intermediate
+    """.split())
+#: The Chinese words of what the course is about (after :data:`_SYNONYMS_ZH`), for the same check.
+_TOPIC_ZH = re.compile("|".join(sorted("""
+    钩子 钩 前向 反向 梯度 张量 模块 层 句柄 注册 移除 触发 输出 输入 参数 权重 偏置 激活 特征图 中间层 模型 训练 推理
+    内存 泄漏 损失 优化器 叶子 节点 计算图 检查点 编译 导出 全局 返回 元组 原地 深拷贝 复制 报错 错误 异常 警告 两次
+    冻结 注意力 嵌入 词元 解码器 编码器 卷积 归一化 量化 剪枝 裁剪 累加 累积 可视化 热力图 分布式 多卡 显卡 批次
+    反向传播 前向传播 自动求导 回调 拖慢
+    """.split(), key=len, reverse=True)))
+
+
+def _on_topic(text: str, words: list[str]) -> bool:
+    """Whether a question (its text after :func:`normalize` and its words) names something the course is about."""
+    if any(w in _TOPIC_WORDS or "_" in w for w in words) or re.search(r"[a-z0-9]\.[a-z_]", text.lower()):
+        return True
+    return bool(_TOPIC_ZH.search(_SYNONYM_ZH.sub(lambda m: _SYNONYMS_ZH[m.group()], text)))
+
+
+#: How many distinct words of a question are searched at most: rank-bm25 scores every document once per word, so a
+#: pasted page (20,000 characters took 15 s) is cut to its most telling words, the ones rarest in the course.
+MAX_WORDS = 48
+#: How many characters of a question are read at most (a traceback's first lines say what the rest says again).
+MAX_CHARS = 4000
+#: The share of a question's weight that the best document must hold for the question to count as matched: each
+#: word weighs its IDF in the course (a word the course never uses: see :meth:`_Index._unknown_weight`). Below it, "no
+#: section matches". With :func:`_on_topic` (a question must name something the course is about) it keeps
+#: "zzqqxx 无关" or "今天天气怎么样" from three unrelated answers. Chosen on the reworded questions of tests/test_ask.py
+#: and tests/test_ask_zh.py (the lowest of them holds about 1.7 times as much) and on nonsense questions.
+MIN_COVERAGE = 0.25
+
+
+def _weight(document: Document) -> float:
+    """How much a match with ``document`` counts (:data:`_SOURCE_WEIGHTS`); the index's questions in Chinese count
+    as a section's text: they are the course's translation, not a learner's own words."""
+    if document.source == "question index" and document.language != "en":
+        return _ZH_QUESTION_WEIGHT
+    if document.language != "en":
+        return _SOURCE_WEIGHTS_ZH.get(document.source, 1.0)
+    return _SOURCE_WEIGHTS.get(document.source, 1.0)
+_BM25_ZH = {}
+_ZH_QUESTION_WEIGHT = 1.0
+_SOURCE_WEIGHTS_ZH = {"question index": 1.5, "FAQ": 1.5, "clinic": 1.5}
+
+
 class _Index:
     """The documents of one language and their BM25 ranker (``rank_bm25.BM25Okapi``, its default k1 and b)."""
 
@@ -386,34 +605,69 @@ class _Index:
         if not documents:
             raise CourseNotFoundError("the course has nothing to search: no notebooks, no question index")
         self.documents = documents
-        self.bm25 = BM25Okapi([tokenize(d.text) for d in documents])
-        self.weights = np.asarray([_SOURCE_WEIGHTS.get(d.source, 1.0) for d in documents])
+        self.bm25 = BM25Okapi([tokenize(d.text) for d in documents], **(_BM25_ZH if documents[0].language == 'zh' else {}))
+        self.weights = np.asarray([_weight(d) for d in documents])
+        self.max_idf = max(self.bm25.idf.values())
+        #: the kind of evidence each document is: its source, and a section's heading alone apart from its text
+        self.kinds = [f"{d.source} heading" if d.text == d.title else d.source for d in documents]
 
-    def search(self, words: list[str], k: int) -> list[tuple[Document, float]]:
+    def searched_words(self, words: list[str]) -> tuple[list[str], int]:
+        """The distinct ``words`` the course uses, at most :data:`MAX_WORDS` of them (the rarest in the course,
+        in the question's order), and how many of those were left out."""
+        known = [w for w in dict.fromkeys(words) if w in self.bm25.idf]
+        if len(known) <= MAX_WORDS:
+            return known, 0
+        rarest = set(sorted(known, key=lambda w: -self.bm25.idf[w])[:MAX_WORDS])
+        return [w for w in known if w in rarest], len(known) - MAX_WORDS
+
+    def _unknown_weight(self, word: str) -> float:
+        """The weight of a word the course never uses: the most any word weighs for an English word (a misspelling,
+        a word of another subject), the average for a Chinese character (often a colloquial one the course does not
+        write), nothing for a pair of Chinese characters (it may straddle two words)."""
+        if not _HAS_CJK.match(word):
+            return self.max_idf
+        return self.bm25.average_idf if len(word) == 1 else 0.0
+
+    def coverage(self, words: list[str], index: int) -> float:
+        """The share of the weight of ``words`` (each its IDF; see :data:`MIN_COVERAGE`) that document ``index``
+        holds."""
+        weights = {w: self.bm25.idf.get(w, self._unknown_weight(w)) for w in dict.fromkeys(words)}
+        total = sum(weights.values())
+        present = self.bm25.doc_freqs[index]
+        return sum(weight for word, weight in weights.items() if word in present) / total if total > 0 else 0.0
+
+    def search(self, words: list[str], k: int, question: list[str] | None = None) -> list[tuple[Document, float]]:
         """The ``k`` best sections for ``words``, each with the document that matched best and its score.
 
-        A section (a link) can be matched by several documents: its own text (and its heading alone, one more
-        document of the same kind), a question of the index that it proves, atlas entries that it teaches. Its
-        score is the best document's score plus :data:`_AGREEMENT` times the best score of each *other* kind
-        (source) of document: sections that the index, the atlas and their own words agree on come first, while
-        many atlas entries sharing one link count once. Each document's BM25 score is first multiplied by its
-        source's weight (:data:`_SOURCE_WEIGHTS`). Only scores above zero count.
+        A section (a link) can be matched by several kinds of document: its own text, its heading alone, a question
+        of the index that it proves, atlas entries that it teaches. Its score is the best document's score plus
+        :data:`_AGREEMENT` times the best score of each *other* kind of document: sections that their title, their
+        text, the index and the atlas agree on come first, while many atlas entries sharing one link count once.
+        Each document's BM25 score is first multiplied by its source's weight (:data:`_SOURCE_WEIGHTS`). Only
+        scores above zero count. Nothing is found when no document holds :data:`MIN_COVERAGE` of the weight of the
+        ``question``'s words (default: ``words``).
         """
         import numpy as np
 
+        words = list(dict.fromkeys(words))
         if not words:
             return []
-        scores = self.bm25.get_scores(list(dict.fromkeys(words))) * self.weights
+        scores = sum(self.bm25.get_scores([w]) * (_CHAR_WEIGHT if len(w) == 1 and _HAS_CJK.match(w) else 1.0)
+                     for w in words) * self.weights
+        order = np.argsort(-scores, kind="stable")
+        best = [int(i) for i in order[:10] if scores[i] > 0]
+        if not best or max(self.coverage(question or words, i) for i in best) < MIN_COVERAGE:
+            return []
         by_link: dict[str, dict[str, tuple[Document, float]]] = {}
-        for i in np.argsort(-scores, kind="stable"):
+        for i in order:
             if scores[i] <= 0:
                 break
             document = self.documents[i]
-            by_link.setdefault(document.link, {}).setdefault(document.source, (document, float(scores[i])))
+            by_link.setdefault(document.link, {}).setdefault(self.kinds[i], (document, float(scores[i])))
         ranked = []
-        for order, best in enumerate(by_link.values()):  # dicts keep the order of the best document's score
-            (document, top), *others = sorted(best.values(), key=lambda item: -item[1])
-            ranked.append((top + _AGREEMENT * sum(score for _, score in others), order, document))
+        for place, found in enumerate(by_link.values()):  # dicts keep the order of the best document's score
+            (document, top), *others = sorted(found.values(), key=lambda item: -item[1])
+            ranked.append((top + _AGREEMENT * sum(score for _, score in others), place, document))
         ranked.sort(key=lambda item: (-item[0], item[1]))
         return [(document, score) for score, _, document in ranked[:k]]
 
@@ -436,6 +690,16 @@ def course_documents(root: Path) -> dict[str, list[Document]]:
     chinese = []
     for path in sorted((notebooks / "zh").glob("[0-9][0-9]_*.ipynb")):
         chinese += notebook_documents(path, root, "zh")
+    # the index's questions in Chinese: documents of their own, and words of the sections they are asked of
+    summaries = {d.link: d.summary for d in reversed(chinese)}  # a section's first document: its own text
+    questions = question_documents(notebooks / "questions.yml", "zh", summaries)
+    asked_zh: dict[str, list[str]] = {}
+    for question in questions:
+        asked_zh.setdefault(question.link, []).append(question.title)
+    chinese = questions + [
+        replace(d, text=f"{d.text}\n" + "\n".join(asked_zh[d.link])) if d.link in asked_zh and d.text != d.title else d
+        for d in chinese
+    ]
     return {"en": english, "zh": chinese}
 
 
@@ -478,6 +742,7 @@ def build_index(root: Path | str | None = None) -> dict[str, _Index]:
     """The search index of each language (``{"en": ..., "zh": ...}``), built on first use and kept for the rest of
     the process. From the course at ``root`` (default: :func:`course_root`); where hookviz runs without the
     course's files (Colab), from the copy shipped in the package. Reads files only."""
+    root = check_root(root)
     if root is None:
         try:
             root = course_root()
@@ -547,10 +812,12 @@ class Answers(Sequence[Answer]):
     and summaries. The labels are in the language of the answers (that of the question, or ``language=``).
     """
 
-    def __init__(self, question: str, language: str, answers: Sequence[Answer]) -> None:
+    def __init__(self, question: str, language: str, answers: Sequence[Answer], note: str = "") -> None:
         self.question = question
         self.language = language
         self._answers = tuple(answers)
+        #: what the learner should know about how the question was read (a long one is cut), in English; "" if nothing
+        self.note = note
 
     @overload
     def __getitem__(self, index: int) -> Answer: ...
@@ -574,19 +841,25 @@ class Answers(Sequence[Answer]):
 
     def heading(self, language: str | None = None) -> str:
         """``3 answers to “...”`` (or that no section matched), in ``language`` (default: the answers')."""
-        language = language or self.language
+        language = check_language(language) or self.language
+        shown = _shorten(self.question, 120)  # a pasted page is not repeated whole
         if not self._answers:
-            return translate(f"No section of the course matches “{self.question}”. Try other words: the hook's "
-                             "name, the error message, what you expected to happen.", language)
-        count = len(self._answers)
-        return translate(f"{count} answer{'s' if count != 1 else ''} to “{self.question}”", language)
+            heading = translate(f"No section of the course matches “{shown}”. Try other words: the hook's "
+                                "name, the error message, what you expected to happen.", language)
+        else:
+            count = len(self._answers)
+            heading = translate(f"{count} answer{'s' if count != 1 else ''} to “{shown}”", language)
+        if self.note:
+            heading += (" " if language == "en" else "") + translate(self.note, language)
+        return heading
 
     def source_label(self, answer: Answer, language: str | None = None) -> str:
         """``answer.source`` as the learner reads it in ``language`` (default: the answers')."""
-        return translate(_SOURCE_LABELS[answer.source], language or self.language)
+        return translate(_SOURCE_LABELS[answer.source], check_language(language) or self.language)
 
     def to_text(self, language: str | None = None) -> str:
         """The answers as plain text: heading, then each title, source, link and summary."""
+        language = check_language(language)
         lines = [self.heading(language)]
         for number, answer in enumerate(self._answers, 1):
             lines.append(f"{number}. {answer.title}  [{self.source_label(answer, language)}]")
@@ -597,6 +870,7 @@ class Answers(Sequence[Answer]):
     def to_html(self, language: str | None = None, heading: bool = True) -> str:
         """The answers as an HTML list of links relative to the notebook folder, with source and summary (after
         :meth:`heading`, unless ``heading=False``); the labels in ``language`` (default: the answers')."""
+        language = check_language(language)
         head = f"<div style='margin:2px 0'>{html.escape(self.heading(language))}</div>" if heading else ""
         items = []
         for answer in self._answers:
@@ -625,51 +899,90 @@ def check_language(language: Any) -> str | None:
     if language is None:
         return None
     if not isinstance(language, str):
-        raise TypeError(f"language must be 'en', 'zh' or None (found from the question), not {language!r}")
+        raise TypeError(tr(f"language must be 'en', 'zh' or None (found from the question), not {language!r}"))
     code = re.split(r"[-_.@]", language.strip().lower(), maxsplit=1)[0]
     if code not in LANGUAGES:
-        raise ValueError(
+        raise ValueError(tr(
             f"language={language!r} is not a language the course is written in: use one of "
             f"{', '.join(repr(x) for x in LANGUAGES)}, or None to find it from the question"
-        )
+        ))
     return code
 
 
 def check_k(k: Any) -> int:
-    """``k`` as :func:`ask` takes it: a whole number, at least 1."""
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be a whole number (how many sections to show), not {k!r}; e.g. k=3")
-    if k < 1:
-        raise ValueError(f"k must be at least 1 (how many sections to show), not {k}; e.g. k=3")
-    return k
+    """``k`` as :func:`ask` takes it: a whole number (an ``int``, a numpy or torch integer), at least 1."""
+    from hookviz.guards import check_int
+
+    return check_int(k, "k", minimum=1, fix="how many sections to show, e.g. k=3")
+
+
+def check_question(question: Any) -> str:
+    """``question`` when it is a string (blank or not), else the ``TypeError`` :func:`ask` raises."""
+    if not isinstance(question, str):
+        raise TypeError(tr(
+            f"question must be a string (your question in your own words), not {type(question).__name__}; "
+            "e.g. hookviz.ask('why does my hook fire twice?')"
+        ))
+    return question
+
+
+def check_root(root: Any) -> Path | None:
+    """``root`` as :func:`build_index` takes it: ``None`` or a folder path (a ``str`` or a path-like)."""
+    if root is None:
+        return None
+    if not isinstance(root, (str, os.PathLike)) or not str(root).strip():
+        raise TypeError(tr(
+            f"root must be the course repository's folder (a str or a pathlib.Path), not {root!r}; "
+            "leave it out to search the course this hookviz belongs to"
+        ))
+    path = Path(root).expanduser()
+    try:
+        path.exists()
+    except OSError as error:  # a name too long for the file system
+        raise ValueError(tr(f"root {str(root)[:80]!r}... cannot be a folder: {error.strerror}")) from None
+    return path
 
 
 def ask(question: str, k: int = 3, language: str | None = None, *, root: Path | str | None = None) -> Answers:
     """The ``k`` sections of the course that best answer ``question``, asked in your own words.
 
-    ``question`` may be English or Chinese; ``language`` (``"en"``, ``"zh"`` or ``None``: Chinese when the
-    question has a Chinese character) chooses the edition searched and linked (``notebooks/`` or
-    ``notebooks/zh/``). Each :class:`Answer` has a ``title``, a ``link`` (notebook path and anchor), its
-    ``source`` (question index, FAQ, clinic, atlas or section), a ``score`` and a one-line ``summary``; shown
+    ``question`` may be English or Chinese (full-width letters and signs too); ``language`` (``"en"``, ``"zh"`` or
+    ``None``: Chinese when the question has a Chinese character) chooses the edition searched and linked
+    (``notebooks/`` or ``notebooks/zh/``). Each :class:`Answer` has a ``title``, a ``link`` (notebook path and anchor),
+    its ``source`` (question index, FAQ, clinic, atlas or section), a ``score`` and a one-line ``summary``; shown
     in a notebook, the links are clickable. Fewer than ``k`` come back when fewer sections share a word with
-    the question. The course's index is built on the first call (a second or two) and kept.
+    the question, and none when no section holds enough of it (:data:`MIN_COVERAGE`: nonsense gets "no section
+    matches"). A long question costs no more than a short one: its first :data:`MAX_CHARS` characters are read and
+    its :data:`MAX_WORDS` most telling words searched (:attr:`Answers.note` says so). The course's index is built on
+    the first call (a second or two) and kept.
 
-    >>> hookviz.ask("why does my hook fire twice?")[0].link  # doctest: +SKIP
+    >>> hookviz.ask("why does my hook fire twice?")[0].link
     'notebooks/10_faq.ipynb#faq-twice'
+    >>> hookviz.ask("my hook prints nothing when I call layer.forward(x)")[0].link
+    'notebooks/10_faq.ipynb#faq-not-firing'
+    >>> hookviz.ask("钩子为啥被调了两次？")[0].link
+    'notebooks/zh/10_faq.ipynb#faq-twice'
+    >>> len(hookviz.ask("zzqqxx 无关"))
+    0
     """
-    if not isinstance(question, str):
-        raise TypeError(
-            f"question must be a string (your question in your own words), not {type(question).__name__}; "
-            "e.g. hookviz.ask('why does my hook fire twice?')"
-        )
+    check_question(question)
     if not question.strip():
-        raise ValueError(
+        raise ValueError(tr(
             "question is empty: type what you want to know, in English or Chinese, e.g. "
             "hookviz.ask('why does my hook fire twice?')"
-        )
+        ))
     k = check_k(k)
-    chosen = check_language(language) or detect_language(question)
+    root = check_root(root)
+    text = normalize(question.strip())
+    chosen = check_language(language) or detect_language(text)
     index = build_index(root)[chosen]
-    found = index.search(tokenize(question), k)
+    read = text[:MAX_CHARS]
+    words = tokenize(read)
+    searched, left_out = index.searched_words(words)
+    found = index.search(searched, k, question=words) if _on_topic(read, words) else []
     answers = [Answer(d.title, d.link, d.source, score, d.summary, d.language) for d, score in found]
-    return Answers(question.strip(), chosen, answers)
+    note = ""
+    if len(text) > MAX_CHARS or left_out:
+        note = (f"A long question: its first {min(len(text), MAX_CHARS):,} characters were read and its "
+                f"{len(searched)} most telling words searched.")
+    return Answers(question.strip(), chosen, answers, note=note)

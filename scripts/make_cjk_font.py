@@ -4,7 +4,8 @@ Chinese learners' pictures and charts (`hookviz.set_language("zh")`) need a font
 most machines, Colab and Binder included, have none: matplotlib and Pillow would draw empty boxes. So the
 package carries its own small font (`hookviz/assets/fonts/hookviz-cjk-sc.otf`, SIL Open Font License 1.1,
 `OFL.txt` beside it): printable ASCII plus every Chinese character and full-width sign that appears in
-`hookviz/i18n_zh.py`, taken from Noto Sans CJK SC and renamed (a modified font keeps no original name).
+the Chinese catalogue (`hookviz/locale/zh/LC_MESSAGES/hookviz.po`), taken from Noto Sans CJK SC and renamed (a
+modified font keeps no original name).
 
 Rebuild it after adding translations with new characters (`tests/test_zh_font.py` says when):
 
@@ -21,8 +22,18 @@ from fontTools import subset
 from fontTools.ttLib import TTCollection
 
 ROOT = Path(__file__).resolve().parents[1]
-CATALOGUE = ROOT / "hookviz" / "i18n_zh.py"
 OUT = ROOT / "hookviz" / "assets" / "fonts" / "hookviz-cjk-sc.otf"
+#: The copy hookviz's JupyterLab helper serves to the browser (hookviz's widgets fall back to it; labextension/).
+LAB_COPY = ROOT / "hookviz" / "labextension" / "static" / "hookviz-cjk-sc.otf"
+#: The Chinese strings hookviz draws: the gettext catalogue, and the old Python one while entries are moved out of it.
+CATALOGUES = (ROOT / "hookviz" / "locale" / "zh" / "LC_MESSAGES" / "hookviz.po", ROOT / "hookviz" / "i18n_zh.py")
+
+
+def catalogue_text() -> str:
+    """The text of every Chinese catalogue (the characters the font must have)."""
+    return "".join(path.read_text(encoding="utf-8") for path in CATALOGUES if path.exists())
+
+
 SOURCE = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
 FAMILY = "hookviz CJK SC"
 
@@ -52,7 +63,7 @@ def build(source: Path, out: Path) -> int:
     """Write the subset font; returns its number of characters."""
     collection = TTCollection(str(source))
     font = next(f for f in collection.fonts if f["name"].getDebugName(1) == "Noto Sans CJK SC")
-    chars = {ch for ch in wanted_characters(CATALOGUE.read_text(encoding="utf-8")) if ord(ch) in font.getBestCmap()}
+    chars = {ch for ch in wanted_characters(catalogue_text()) if ord(ch) in font.getBestCmap()}
     options = subset.Options()
     options.layout_features = ["*"]
     options.name_IDs = ["*"]
@@ -82,6 +93,13 @@ def main() -> None:
         parser.error(f"{args.source} not found: install it with `apt-get install fonts-noto-cjk`, or pass --source")
     n = build(args.source, OUT)
     print(f"{OUT.relative_to(ROOT)}: {n} characters, {OUT.stat().st_size / 1024:.0f} KiB")
+    copy_to_lab()
+
+
+def copy_to_lab() -> None:
+    """Put the font where hookviz's JupyterLab helper serves it from (:data:`LAB_COPY`)."""
+    LAB_COPY.parent.mkdir(parents=True, exist_ok=True)
+    LAB_COPY.write_bytes(OUT.read_bytes())
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ generated differences that make it a Chinese notebook:
 - the imports cell gets one more line, ``hookviz.set_language("zh")``, so that what hookviz prints for
   the learner (the checkers' ``✓``/``✗`` lines and hints) is Chinese (:mod:`hookviz.i18n`);
 - the stored ``✓``/``✗`` lines (and the hook doctor's reports, the atlas's HTML tables, and hookviz's
-  exceptions and static pictures' text listed in ``hookviz.i18n_zh.STORED_OUTPUTS``) are translated
+  exceptions and static pictures' text flagged ``stored-output`` in the catalogue) are translated
   with the same catalogue, so that they are exactly what the code prints now (nbval over ``notebooks/zh/``
-  proves it);
+  proves it); so are the labels each cell prints through ``hookviz.tr`` (the messages the cell's own code
+  sends to ``tr`` or marks with ``N_`` / ``N_name``, :func:`localise_labels`), hookviz's translated text
+  tables (:data:`TRANSLATED_TABLES`) and the setup check's table and verdict;
 - the notebook metadata says ``"language": "zh-CN"``.
 
 The markdown text comes from ``i18n/zh/NN_name.md``, which holds one entry per markdown cell::
@@ -58,8 +60,8 @@ sys.path.insert(0, str(ROOT))
 from hookviz.atlas import localise_html as localise_atlas_html  # noqa: E402
 from hookviz.diagnose.report import localise as localise_report  # noqa: E402
 from hookviz.diagnose.report import localise_html  # noqa: E402
-from hookviz.i18n import tr_caption, translate  # noqa: E402  (the package of this checkout, not another installed one)
-from hookviz.i18n_zh import STORED_OUTPUTS  # noqa: E402
+from hookviz.i18n import stored_outputs, tr_caption, translate  # noqa: E402  (this checkout's package, not another)
+from hookviz.i18n_extract import extract_source  # noqa: E402
 
 EN_DIR = ROOT / "notebooks"
 OUT_DIR = EN_DIR / "zh"
@@ -292,18 +294,18 @@ def _localise_refusal(match: re.Match[str]) -> str:
 
 
 def _stored_pattern(key: str) -> re.Pattern[str]:
-    """A key of ``STORED_OUTPUTS`` as a regular expression (a ``{}`` field matches any text)."""
+    """A stored-output message of the catalogue as a regular expression (a ``{}`` field matches any text)."""
     return re.compile(".+?".join(re.escape(part.replace("{{", "{").replace("}}", "}")) for part in key.split("{}")))
 
 
-#: hookviz's exceptions and picture texts, as a notebook prints or shows them (hookviz.i18n_zh.STORED_OUTPUTS)
-STORED = tuple(_stored_pattern(key) for key in STORED_OUTPUTS)
+#: hookviz's exceptions and picture texts, as a notebook prints or shows them (flag ``stored-output`` in the catalogue)
+STORED = tuple(_stored_pattern(key) for key in stored_outputs("zh"))
 
 
 def localise_stored(line: str) -> str:
     """``line`` (without its newline) with the hookviz message that ends it in Chinese: an exception a notebook
     prints after its own words (``page 3 -> page 3 does not exist: ...``), or a static picture's text. The message
-    is the shortest end of the line, starting after a space, that a key of ``STORED_OUTPUTS`` matches whole."""
+    is the shortest end of the line, starting after a space, that a stored-output message matches whole."""
     starts = [0, *(m.end() for m in re.finditer(" ", line))]
     for start in reversed(starts):
         rest = line[start:]
@@ -336,8 +338,44 @@ def localise_text(text: str) -> str:
     return "".join(lines)
 
 
+#: The English verdict line that ends a stored ``hookviz.check_setup()`` (hookviz.doctor) on a ready machine
+SETUP_READY = "READY: everything the course needs is installed."
+
+
+def localise_setup_check(text: str) -> str:
+    """A stored ``hookviz.check_setup()`` table (row names, then READY) as the function prints it under zh: the row
+    names translated and aligned by display width, the verdict in Chinese. Other text stays as it is."""
+    import contextlib
+    import importlib
+    import io
+
+    from hookviz.i18n import get_language, set_language
+
+    doctor = importlib.import_module("hookviz.doctor")  # the module (hookviz.doctor is also the function's name)
+
+    lines = text.rstrip("\n").split("\n")
+    if not lines or lines[-1] != SETUP_READY:
+        return text
+    names = list(doctor.environment_report())
+    rows = [re.match(r"^(?P<name>.+?)\s{2,}(?P<value>\S.*)$", line) for line in lines[:-2]]
+    if lines[-2] != "" or not all(row and row["name"] in names for row in rows):
+        return text
+    shown = {row["name"]: translate(row["name"], "zh") for row in rows}
+    width = max(doctor._width(name) for name in shown.values())
+    table = [f"{shown[row['name']]}{' ' * (width - doctor._width(shown[row['name']]))}  {row['value']}" for row in rows]
+    previous = get_language()
+    set_language("zh")
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            doctor._print_verdict(doctor.Verdict())
+    finally:
+        set_language(None if previous == "en" else previous)
+    zh = "\n".join(table) + "\n" + printed.getvalue()  # the verdict: a blank line, the line, a newline
+    return zh if text.endswith("\n") else zh.rstrip("\n")
+
+
 def localise_error(output: dict) -> None:
-    """A hookviz exception raised in a cell (its message matches a key of ``STORED_OUTPUTS`` whole), in Chinese as
+    """A hookviz exception raised in a cell (its message matches a stored-output message whole), in Chinese as
     hookviz raises it under ``set_language("zh")`` (a ``KeyError`` shows its message quoted, as Python does)."""
     english = output["evalue"]
     quoted = output.get("ename") == "KeyError" and english[:1] in "'\"" and english[:1] == english[-1:]
@@ -349,12 +387,222 @@ def localise_error(output: dict) -> None:
     output["traceback"] = [line.replace(english, output["evalue"]) for line in output["traceback"]]
 
 
-def localise_outputs(outputs: list) -> None:
+@dataclass
+class CellLabels:
+    """The messages a code cell's own code sends through ``hookviz.tr`` or marks with ``N_`` (its printed labels), and
+    those of functions defined in earlier cells (a later cell calls them): what :func:`localise_labels` may translate
+    in that cell's outputs."""
+
+    patterns: list[tuple[re.Pattern[str], str]] = field(default_factory=list)  # (regex of a key with fields, key)
+    literal: re.Pattern[str] | None = None  # every key without fields, longest first
+    names: re.Pattern[str] | None = None  # the N_name labels, each with the spaces after it (a padded column)
+
+
+#: An exception or warning class name and its message, as a cell prints it (``FutureWarning: Using a non-full ...``)
+LIBRARY_MESSAGE = re.compile(r"\b[A-Z]\w*(?:Error|Warning|Exception)\b\s*[:\-–]")
+
+
+def _key_text(key: str) -> str:
+    return key.replace("{{", "{").replace("}}", "}")
+
+
+def _word_bounded(text: str) -> str:
+    """A label as a regular expression that never matches inside a longer name (``args:`` in ``with_kwargs:``)."""
+    before = r"(?<![\w.])" if re.match(r"\w", text) else ""
+    after = r"(?![\w])" if re.search(r"\w$", text) else ""
+    return before + re.escape(text) + after
+
+
+def cell_labels(notebook: nbformat.NotebookNode) -> dict[int, CellLabels]:
+    """For each code cell (by index): the labels :func:`localise_labels` translates in its outputs."""
+    found: dict[int, CellLabels] = {}
+    defined: set[str] = set()  # the labels of functions defined in earlier cells, which later cells call
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        try:
+            messages = extract_source(cell.source)
+            bodies = [
+                (node.lineno, node.end_lineno)
+                for node in ast.walk(ast.parse(re.sub(r"(?m)^(\s*)[%!].*$", r"\1pass", cell.source)))
+                if isinstance(node, (ast.FunctionDef, ast.Lambda))
+            ]
+        except SyntaxError:
+            continue
+        own = {m.key for m in messages if m.context is None}
+        keys = own | defined
+        defined |= {m.key for m in messages if m.context is None and any(a <= m.line <= b for a, b in bodies)}
+        named = sorted({_key_text(m.key) for m in messages if m.context is not None}, key=len, reverse=True)
+        labels = CellLabels()
+        literals = []
+        for key in keys:
+            if "{}" in key.replace("{{", "").replace("}}", ""):
+                parts = [re.escape(_key_text(part)) for part in key.strip("\n").split("{}")]
+                labels.patterns.append((re.compile("(.+?)".join(parts), re.DOTALL), key))
+            elif translate(_key_text(key), "zh") != _key_text(key):
+                literals.append(_key_text(key).strip("\n"))
+        literals = sorted({text for text in literals if text.strip()}, key=len, reverse=True)
+        labels.patterns.sort(key=lambda item: -len(item[1]))
+        labels.literal = re.compile("|".join(_word_bounded(text) for text in literals)) if literals else None
+        if named:
+            labels.names = re.compile(
+                "(?<![\\w.'\"])(" + "|".join(re.escape(text) for text in named) + ")(?![\\w'\"])( *)"
+            )
+        found[index] = labels
+    return found
+
+
+def localise_labels(text: str, labels: CellLabels | None) -> str:
+    """Stream text a cell printed, each label as ``hookviz.tr`` prints it under zh: a line that is one whole message
+    of the cell's code (``print(tr(f"hooks after: {n}"))``) is translated as a whole; otherwise each label of the
+    cell's code found in the line (``print(tr("hooks after:"), n)``) is replaced by its translation."""
+    if labels is None or (not labels.patterns and labels.literal is None):
+        return text
+    lines = []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\n")
+        whole = _whole_message(body, labels)
+        if whole is not None:
+            body = whole
+        else:  # messages joined on one line (" -> ".join(map(tr, log))), then the labels around them
+            pieces = SEPARATOR.split(body)
+            body = "".join(
+                piece if i % 2 else (_whole_message(piece, labels) or piece) for i, piece in enumerate(pieces)
+            )
+            if labels.literal is not None:  # never inside Python's or PyTorch's own message at the end of the line
+                library = LIBRARY_MESSAGE.search(body)
+                cut = library.start() if library else len(body)
+                body = labels.literal.sub(lambda m, cut=cut: _literal_translation(m[0]) if m.start() < cut else m[0],
+                                          body)
+            if labels.names is not None:  # a row label printed on its own, in a column padded by ljust
+                body = labels.names.sub(_padded_name, body)
+        lines.append(body + line[len(line.rstrip("\n")) :])
+    return "".join(lines)
+
+
+#: How a cell joins several messages on one line: `` -> ``, `` | ``, `` → `` (kept as they are).
+SEPARATOR = re.compile(r"( -> | \| | → )")
+
+
+def _whole_message(text: str, labels: CellLabels, depth: int = 0) -> str | None:
+    """``text`` translated when it is one whole message of the cell (a key with fields matching it all, none of its
+    computed parts holding the key's own words again, as a line of several joined messages would), else None.
+
+    Its computed parts are put back as ``hookviz.tr`` does (a ``name`` entry translated, keeping its column's width),
+    and a part that the cell's code translated itself first (``tr(f"... {tr(result)}")``) is translated here too."""
+    from hookviz.i18n import _compiled, _name, catalogue
+
+    table = catalogue("zh")
+    if text in _compiled("zh")[0] and labels.literal is not None and labels.literal.fullmatch(text):
+        return translate(text, "zh")  # a whole label of the cell without fields: hookviz.tr prefers it too
+    for pattern, key in labels.patterns:
+        match = pattern.fullmatch(text)
+        if not match:
+            continue
+        words = max(key.strip("\n").split("{}"), key=len).strip()
+        if words and any(words in group for group in match.groups()):
+            continue
+        value = table.messages.get(key)
+        if value is None:
+            return text
+        lead, tail = key[: len(key) - len(key.lstrip("\n"))], key[len(key.rstrip("\n")) :]
+        parts = []
+        for group in match.groups():
+            named = _name(group, table.names)
+            if named == group and depth < 2:
+                inner = _whole_message(group, labels, depth + 1)
+                if inner is not None:
+                    named = inner
+                elif labels.literal is not None:
+                    named = labels.literal.sub(lambda m: _literal_translation(m[0]), group)
+            parts.append(named)
+        shown = value.format(*parts)
+        return shown[len(lead) : len(shown) - len(tail)] if shown.startswith(lead) and shown.endswith(tail) else shown
+    return None
+
+
+def _padded_name(match: re.Match[str]) -> str:
+    """A ``name`` label and the spaces after it, as ``ljust(tr(label), width)`` prints it under zh: the translation,
+    then spaces up to the same width on screen."""
+    from hookviz.i18n import display_width
+
+    shown = translate(match[1], "zh")
+    return shown + " " * max(0, display_width(match[1]) + len(match[2]) - display_width(shown))
+
+
+def _literal_translation(text: str) -> str:
+    """A label without fields in Chinese (the catalogue's entry may carry the newlines around it)."""
+    for lead in ("", "\n"):
+        for tail in ("", "\n"):
+            shown = translate(lead + text + tail, "zh")
+            if shown != lead + text + tail:
+                return shown[len(lead) : len(shown) - len(tail)]
+    return text
+
+
+#: The text tables hookviz prints with their headers (and some columns) in the learner's language: English headers →
+#: the columns whose cells it translates too (hookviz.catalogue.catalogue_table, the timeline's and the layer
+#: explorer's tables). A stored English table of one of these is rendered again, translated, with hookviz.text's
+#: text_table, which aligns by display width, exactly as the code prints it under zh.
+TRANSLATED_TABLES: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("name", "register", "phase"): ("phase",),
+    ("#", "phase", "kind", "where"): ("phase", "where"),
+    ("layer", "type", "output shape", "note"): ("note",),
+}
+
+
+def _table_columns(header: str) -> tuple[list[str], list[int]] | None:
+    """The header cells of a text table's header line and where each column starts (cells are 2+ spaces apart)."""
+    cells = [(m.start(), m.group()) for m in re.finditer(r"\S+(?: \S+)*", header)]
+    return [c for _, c in cells], [start for start, _ in cells]
+
+
+def _fits(line: str, starts: list[int]) -> bool:
+    """Whether ``line`` is a row of the table whose columns start at ``starts`` (two spaces before each column)."""
+    return all(len(line) <= start or line[start - 2 : start] == "  " for start in starts[1:])
+
+
+def localise_tables(text: str) -> str:
+    """Every text table of :data:`TRANSLATED_TABLES` in ``text``, rendered again as the code prints it under zh."""
+    from hookviz.i18n import tr_joined
+    from hookviz.text import text_table
+
+    lines = text.split("\n")
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        headers, starts = _table_columns(lines[index]) or ([], [])
+        translated = TRANSLATED_TABLES.get(tuple(headers))
+        if translated is None:
+            out.append(lines[index])
+            index += 1
+            continue
+        rule = index + 1 < len(lines) and re.fullmatch(r"-+(?:  -+)*", lines[index + 1]) is not None
+        end = index + 1 + rule
+        rows = []
+        while end < len(lines) and lines[end].strip() and _fits(lines[end], starts):
+            line = lines[end]
+            bounds = [*starts[1:], None]
+            rows.append([line[start:stop].rstrip() if stop else line[start:].rstrip() for start, stop in
+                         zip(starts, bounds, strict=True)])
+            end += 1
+        shown_rows = [
+            [tr_joined(cell, "zh") if headers[i] in translated and cell else cell for i, cell in enumerate(row)]
+            for row in rows
+        ]
+        shown_headers = [translate(header, "zh") for header in headers]
+        out.extend(text_table(shown_headers, shown_rows, rule=rule).split("\n"))
+        index = end
+    return "\n".join(out)
+
+
+def localise_outputs(outputs: list, labels: CellLabels | None = None) -> None:
     """Translate, in place, what hookviz's checkers printed or raised in a code cell's outputs, the hook
     doctor's reports (``hookviz.diagnose``), printed or shown, and the hook atlas's tables shown as HTML."""
     for output in outputs:
         if output.get("output_type") == "stream":
-            output["text"] = localise_report(localise_text(output["text"]), "zh")
+            text = localise_tables(localise_labels(output["text"], labels))
+            output["text"] = localise_setup_check(localise_report(localise_text(text), "zh"))
         elif output.get("output_type") == "execute_result":
             data = output.get("data", {})
             if "text/plain" in data:
@@ -382,11 +630,12 @@ def generate_notebook(path: Path, result: Result) -> None:
     entries = parse_translations(I18N_DIR / f"{path.stem}.md")
     texts, problems, snapshot = translate_units(path.name, units, entries, load_snapshot(path.stem))
     translated = copy.deepcopy(notebook)
-    for cell in translated.cells:
+    labels = cell_labels(notebook)
+    for index, cell in enumerate(translated.cells):
         if cell.cell_type == "markdown":
             cell.source = fix_links(texts[cell.id])
         elif cell.cell_type == "code":
-            localise_outputs(cell.outputs)
+            localise_outputs(cell.outputs, labels.get(index))
     imports = imports_cell(translated)
     if imports is not None:
         imports.source = with_language_line(imports.source)

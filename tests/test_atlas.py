@@ -637,3 +637,22 @@ def test_where_hooks_run_rerun_by_hand():
     with layer.register_full_backward_hook(fail), pytest.raises(ValueError):
         layer(x).sum().backward()
     assert layer.weight.grad is not None and layer.bias.grad is not None and x.grad is None
+
+
+# ---------------------------------------------------------------------------------------------- issue 48
+def test_the_snapshot_helpers_take_a_folder_as_a_str_too(tmp_path) -> None:
+    """Defect 15: a str directory (even the real folder) failed with "unsupported operand type(s) for /"."""
+    folder = str(atlas.SNAPSHOT_DIR)
+    assert atlas.load_snapshot("2.13.0", folder) == atlas.load_snapshot("2.13.0")
+    assert atlas.stored_versions(folder) == atlas.stored_versions()
+    assert atlas.stored_version_for("2.13.1", folder) == "2.13.0"
+    assert atlas.stored_versions(str(tmp_path)) == []
+    with pytest.raises(FileNotFoundError, match=r"stored_versions: directory some/dir does not exist"):
+        atlas.stored_versions("some/dir")  # a typo in the folder is said, not answered with "no atlas stored"
+    with pytest.raises(TypeError, match=r"stored_versions: directory must be a folder path .*not 3"):
+        atlas.stored_versions(3)
+    (tmp_path / "atlas-torch-2.13.0.json").write_text("[not json", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"is not a stored atlas"):
+        atlas.load_snapshot("2.13.0", tmp_path)
+    with pytest.raises(ValueError, match=r"that is not a torch version such as"):
+        atlas.load_snapshot("../../etc/passwd")

@@ -56,7 +56,7 @@ def test_repo2docker_reads_binder_folder_only():
     present = {p.name for p in BINDER.iterdir()}
     # overrides.json and workspace.json are not repo2docker files: postBuild and `make lab` copy them into
     # JupyterLab's settings and workspaces
-    allowed = {"environment.yml", "postBuild", "start", "README.md", "overrides.json", "workspace.json"}
+    allowed = {"environment.yml", "postBuild", "start", "README.md", "overrides.json", "workspace.json", "apt.txt"}
     assert present <= allowed, f"unexpected files: {present}"
 
 
@@ -253,3 +253,10 @@ def test_teaching_guide_links_every_notebook():
         assert colab.format(name) in text, f"no Colab badge for {name}"
     binder = "https://mybinder.org/v2/gh/hookviz/hookviz/HEAD?urlpath=lab/tree/notebooks/00_start_here.ipynb"
     assert binder in text
+
+
+def test_the_image_carries_a_font_that_draws_chinese():
+    """The browser report: without a Chinese font the zh edition shows boxes; repo2docker installs binder/apt.txt."""
+    packages = [line.strip() for line in (BINDER / "apt.txt").read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.startswith("#")]
+    assert packages == ["fonts-wqy-microhei"]

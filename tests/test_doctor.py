@@ -174,3 +174,71 @@ def test_missing_transformers_is_a_problem(fake_report, capsys):
     fake_report(transformers=None)
     assert doctor_module.main(["--check"]) == 1
     assert "transformers" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------- issue 48
+def test_the_module_is_reachable_by_import_and_still_runs_as_a_function(capsys):
+    """Defect 16: `import hookviz.doctor` gave the function, hiding the module's check, release_warning, main..."""
+    import hookviz.doctor as by_import
+    from hookviz import doctor as from_package
+
+    assert by_import is from_package is doctor_module is hookviz.doctor
+    assert callable(by_import.check) and callable(by_import.release_warning) and callable(by_import.main)
+    assert isinstance(by_import.check(dict(GOOD), colab=False), by_import.Verdict)
+    assert hookviz.doctor() == hookviz.check_setup()  # the workshop kits' command still runs the check
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("version", [None, 2.13, ["2.13.0"]])
+def test_release_warning_refuses_what_is_not_a_version_string(version):
+    with pytest.raises(TypeError, match=r"release_warning: version must be a torch version string"):
+        doctor_module.release_warning(version)
+
+
+@pytest.mark.parametrize("python", ["3.12rc1", "3.11.0a7", "3.13.0+", "3.12"])
+def test_a_pre_release_python_is_read_not_crashed_on(python):
+    verdict = doctor_module.check({**GOOD, "python": python}, colab=False)
+    assert verdict.ready, verdict.problems
+
+
+@pytest.mark.parametrize("python", [None, "", "unknown"])
+def test_a_report_without_a_python_version_says_so_instead_of_too_old(python):
+    verdict = doctor_module.check({**GOOD, "python": python}, colab=False)
+    assert not verdict.ready
+    assert "too old" not in verdict.problems[0] and "Python version" in verdict.problems[0]
+    with pytest.raises(TypeError, match="report must be a dict"):
+        doctor_module.check(["python"])
+
+
+def test_a_machine_without_a_chinese_font_is_warned_with_the_fix(fake_report, capsys):
+    """The browser report: without a Chinese system font the zh edition shows boxes; the setup check says so."""
+    fake_report(**{"Chinese font": None})
+    assert doctor_module.main(["--check"]) == 0  # a warning, never a failure: the English course runs
+    out = capsys.readouterr().out
+    assert "no font that draws Chinese" in out and "apt-get install fonts-noto-cjk" in out
+    assert out.rstrip().endswith("READY: everything the course needs is installed.")
+    fake_report(**{"Chinese font": "Noto Sans CJK SC"})
+    doctor_module.main(["--check"])
+    assert "no font that draws Chinese" not in capsys.readouterr().out
+    hookviz.set_language("zh")
+    try:
+        fake_report(**{"Chinese font": None})
+        doctor_module.main(["--check"])
+        assert "没有能显示中文的字体" in capsys.readouterr().out
+    finally:
+        hookviz.set_language(None)
+
+
+def test_the_font_check_reads_fontconfig_and_leaves_hookvizs_own_font_out(monkeypatch):
+    import subprocess as sp
+
+    class Found:
+        returncode, stdout = 0, "hookviz CJK SC\nNoto Sans CJK SC,Noto Sans CJK SC Regular\n"
+
+    monkeypatch.setattr(doctor_module.sys, "platform", "linux")
+    monkeypatch.setattr(doctor_module.shutil, "which", lambda name: "/usr/bin/fc-list")
+    monkeypatch.setattr(sp, "run", lambda *a, **k: Found())
+    assert doctor_module.chinese_font() == "Noto Sans CJK SC"
+    Found.stdout = "hookviz CJK SC\n"
+    assert doctor_module.chinese_font() is None
+    assert "Chinese font" in doctor_module.environment_report()

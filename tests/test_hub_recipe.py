@@ -247,3 +247,10 @@ def test_tljh_installs_the_course_jupyterlab_defaults():
     line = re.search(r"^install .*binder/overrides\.json.*$", tljh, re.MULTILINE)
     assert line, "tljh.sh must install binder/overrides.json"
     assert line[0].endswith("/opt/tljh/user/share/jupyter/lab/settings/overrides.json"), line[0]
+
+
+def test_the_hub_installs_a_font_that_draws_chinese():
+    """TLJH installs the font itself; the Kubernetes image gets it from binder/apt.txt (repo2docker reads binder/)."""
+    tljh = (RECIPE / "tljh.sh").read_text(encoding="utf-8")
+    assert "apt-get install -y --no-install-recommends fonts-wqy-microhei" in tljh
+    assert "fonts-wqy-microhei" in (REPO / "binder" / "apt.txt").read_text(encoding="utf-8")

@@ -510,3 +510,115 @@ def test_capture_attention_warns_about_a_layer_it_cannot_show() -> None:
     with pytest.warns(UserWarning, match="shows no pattern for the model: .*does not reproduce"):
         patterns = capture_attention(QKNormed().eval(), torch.randn(2, 5, 8) * 3)
     assert patterns == {}
+
+
+# ---------------------------------------------------------------------------------------------- issue 48: bad input
+def test_copy_accuracy_puts_every_submodule_s_mode_back() -> None:
+    """Defect 2: a frozen (eval) block inside a training model stays in eval after copy_accuracy."""
+    model = load_tiny_llama().train()
+    model.model.layers[0].eval()
+    modes = {name: m.training for name, m in model.named_modules()}
+    copy_accuracy(model, *make_copy_batch(4))
+    assert {name: m.training for name, m in model.named_modules()} == modes
+
+
+def test_a_misspelled_config_field_is_refused_with_the_closest_name() -> None:
+    """Defect 7: transformers keeps an unknown keyword as an attribute; hookviz refuses it."""
+    from hookviz.llama import tiny_llama_config
+
+    with pytest.raises(TypeError, match=r"num_hidden_layer.*closest: 'num_hidden_layers'"):
+        random_llama(1, num_hidden_layer=3)
+    with pytest.raises(TypeError, match=r"num_attention_head\b.*'num_attention_heads'"):
+        tiny_llama_config(num_attention_head=8)
+    assert tiny_llama_config(num_hidden_layers=3, attn_implementation="eager").num_hidden_layers == 3
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "words"),
+    [
+        (lambda: make_copy_batch(-1), ValueError, ["n must be at least 1", "-1"]),
+        (lambda: make_copy_batch(2.5), TypeError, ["n must be a whole number", "2.5"]),
+        (lambda: make_copy_batch("4"), TypeError, ["n must be a whole number", "'4'"]),
+        (lambda: make_copy_batch(2, seed=None), TypeError, ["seed must be a whole number", "None"]),
+        (lambda: make_copy_batch(2, seed=2**70), ValueError, ["seed must be", "2**63"]),
+        (lambda: make_copy_batch(2, copy_len=-1), ValueError, ["copy_len must be at least 1"]),
+        (lambda: random_llama("x"), TypeError, ["seed must be a whole number", "'x'"]),
+        (lambda: random_llama(0, num_key_value_heads=3), ValueError,
+         ["num_attention_heads (4)", "num_key_value_heads (3)", "divide"]),
+        (lambda: random_llama(0, hidden_size=0), ValueError, ["hidden_size must be at least 1"]),
+        (lambda: train_tiny_llama(steps=2.5), TypeError, ["steps must be a whole number", "2.5"]),
+        (lambda: train_tiny_llama(batch_size=0), ValueError, ["batch_size must be at least 1"]),
+        (lambda: train_tiny_llama(lr="0.1"), TypeError, ["lr must be a number"]),
+    ],
+)
+def test_the_helpers_refuse_bad_counts_naming_the_argument(
+    call: Callable[[], Any], error: type, words: list[str]
+) -> None:
+    """Defect 13: each helper names its own argument, instead of torch's or transformers' message."""
+    with pytest.raises(error) as info:
+        call()
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+
+
+def test_generate_and_accuracy_refuse_tokens_and_answers_that_do_not_fit(tiny: transformers.LlamaForCausalLM) -> None:
+    prompts, answers = make_copy_batch(4)
+    cases = [
+        (lambda: generate_greedy(tiny, prompts.float(), 2), TypeError, ["prompts must be token ids", "float32"]),
+        (lambda: generate_greedy(tiny, prompts[0], 2), ValueError, ["prompts must be 2-D", "(7,)"]),
+        (lambda: generate_greedy(tiny, prompts, 0), ValueError, ["max_new_tokens must be at least 1"]),
+        (lambda: generate_greedy(tiny, prompts, 2.5), TypeError, ["max_new_tokens must be a whole number"]),
+        (lambda: copy_accuracy(tiny, prompts, answers[:2]), ValueError, ["answers", "4 prompts", "2"]),
+        (lambda: copy_accuracy(tiny, prompts, answers[:, :0]), ValueError, ["answers is empty", "(4, 0)"]),
+        (lambda: copy_accuracy(tiny, prompts, answers + 20), ValueError, ["answers holds token ids from", "0 to 11"]),
+        (lambda: generate_greedy(tiny, prompts - 20, 2), ValueError, ["prompts holds token ids from -"]),
+        (lambda: copy_accuracy(tiny, prompts, answers.float()), TypeError, ["answers must be token ids"]),
+        (lambda: copy_accuracy("model", prompts, answers), TypeError, ["model must be", "str"]),
+    ]
+    for call, error, words in cases:
+        with pytest.raises(error) as info:
+            call()
+        for word in words:
+            assert word in str(info.value), (word, str(info.value))
+
+
+def test_random_llama_leaves_the_callers_random_state_alone() -> None:
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    first = random_llama(5)
+    assert torch.equal(torch.rand(3), expected)  # the caller's stream goes on as if nothing had happened
+    again = random_llama(5)
+    assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), again.state_dict().values(), strict=True))
+
+
+def test_the_helpers_refusals_are_in_the_learners_language() -> None:
+    from test_i18n import english_left
+
+    hookviz.set_language("zh")
+    try:
+        for call in (lambda: make_copy_batch(-1), lambda: random_llama(0, num_hidden_layer=3),
+                     lambda: random_llama(0, num_key_value_heads=3), lambda: copy_accuracy(None, *make_copy_batch(2))):
+            with pytest.raises((TypeError, ValueError)) as info:
+                call()
+            assert not english_left(str(info.value)), str(info.value)
+    finally:
+        hookviz.set_language(None)
+
+
+def test_counts_that_would_ask_for_more_memory_than_the_machine_has_are_refused() -> None:
+    from hookviz.llama import load_tiny_llama, tiny_llama_config
+
+    for call, words in [
+        (lambda: make_copy_batch(10**9), ["n must be at most 100,000"]),
+        (lambda: make_copy_batch(2, copy_len=10**18), ["copy_len must be at most 4,096"]),
+        (lambda: random_llama(0, head_dim=10**9), ["head_dim must be at most 4,096"]),
+        (lambda: train_tiny_llama(batch_size=10**18), ["batch_size must be at most 100,000"]),
+        (lambda: load_tiny_llama("eage"), ["attn_implementation must be 'sdpa' or 'eager'", "closest: 'eager'"]),
+        (lambda: random_llama(0, hidden_act="silux"), ["hidden_act must be", "closest: 'silu'"]),
+    ]:
+        with pytest.raises(ValueError) as info:
+            call()
+        for word in words:
+            assert word in str(info.value), (word, str(info.value))
+    assert tiny_llama_config(num_hidden_layers=np.int64(3)).num_hidden_layers == 3  # a numpy integer is an integer

@@ -152,7 +152,7 @@ def test_enough_entries(entries):
 
 
 def test_entries_have_the_fields(entries):
-    fields = {"id", "question", "sources", "topic", "answer", "proven_by"}
+    fields = {"id", "question", "question_zh", "sources", "topic", "answer", "proven_by"}
     bad = [e.get("id", e) for e in entries if not isinstance(e, dict) or set(e) != fields]
     assert not bad, f"entries without exactly the fields {sorted(fields)}: {bad[:5]}"
     bad = [e["id"] for e in entries if not isinstance(e["answer"], str) or not str(e["question"]).strip()]
@@ -248,3 +248,17 @@ def test_the_readme_figures_are_the_index_s(entries):
                      r"pytorch/pytorch, the rest across (\d+) other projects\)", readme)
     assert said, "README.md lost its paragraph about notebooks/questions.yml"
     assert tuple(map(int, said.groups())) == (len(entries), len(threads), on_pytorch, len(projects) - 1)
+
+
+def test_every_question_has_its_chinese_title(entries):
+    """``question_zh``: the question in Chinese, as a learner would type it; hookviz.ask's Chinese index searches it."""
+    cjk = re.compile("[\u4e00-\u9fff]")
+    bad = [e["id"] for e in entries if not isinstance(e.get("question_zh"), str) or not cjk.search(e["question_zh"])]
+    assert not bad, f"entries without a Chinese question: {bad}"
+    seen: dict[str, str] = {}
+    duplicates = []
+    for entry in entries:
+        first = seen.setdefault(normalized(entry["question_zh"]), entry["id"])
+        if first != entry["id"]:
+            duplicates.append((first, entry["id"]))
+    assert not duplicates, f"same Chinese question twice: {duplicates}"

@@ -163,3 +163,51 @@ def test_the_atlas_table_shows_a_run_of_consecutive_releases_as_a_span():
     assert atlas.version_span(stored) == f"{stored[0]}–{stored[-1]}"
     assert atlas.version_span([stored[0], stored[2], stored[3]]) == ", ".join([stored[0], stored[2], stored[3]])
     assert atlas.version_span(["1.0", "9.9.9"]) == "1.0, 9.9.9"
+
+
+# --------------------------------------------------------------------------------------------- issue 48: bad input
+@pytest.mark.parametrize("call", [lambda: releases.minor(2.10), lambda: releases.in_range(2.10),
+                                  lambda: releases.expected("backward-pre-hook-doc-bare-tensor", 2.10)])
+def test_a_version_given_as_a_number_is_refused_not_misread(call):
+    """Defect 8: the float 2.10 is 2.1; it was read as release 2.1 (and 2.13 as 2.13): a number is refused."""
+    with pytest.raises(TypeError, match=r"version must be a string such as '2\.10'.*not 2\.1\b"):
+        call()
+
+
+@pytest.mark.parametrize("text", ["2.-1", "2.x", "-2.10", "2", ""])
+def test_a_version_whose_parts_are_not_numbers_is_refused(text):
+    with pytest.raises(ValueError, match="not a torch release"):
+        releases.minor(text)
+
+
+def test_expected_refuses_a_release_outside_the_range_instead_of_answering_the_oldest_row():
+    key = "backward-pre-hook-doc-bare-tensor"
+    with pytest.raises(ValueError, match=r"torch 1\.0 is outside the releases the course measured \(2\.8 to 2\.14\)"):
+        releases.expected(key, "1.0")
+    assert releases.expected(key, "2.10") == releases.DIFFERENCES[key].value("2.10.0")
+
+
+@pytest.mark.parametrize(
+    ("kind", "fragment", "words"),
+    [
+        ("ValueError", "bad", ["kind must be an exception class", "'ValueError'", "expect_error(ValueError, 'bad')"]),
+        (ValueError, None, ["fragment must be a string", "None"]),
+        (3, "bad", ["kind must be an exception class", "3"]),
+        (int, "bad", ["kind must be an exception class", "int"]),
+    ],
+)
+def test_expect_error_refuses_a_misused_call_before_the_block_runs(kind, fragment, words):
+    """Defect 17: a string kind or a missing fragment is said at once, and the block does not run."""
+    ran = []
+    with pytest.raises(TypeError) as info:
+        with releases.expect_error(kind, fragment):
+            ran.append(True)
+    assert not ran
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+
+
+def test_expect_error_takes_a_tuple_of_kinds(capsys):
+    with releases.expect_error((ValueError, TypeError), "bad"):
+        raise TypeError("bad thing")
+    assert capsys.readouterr().out == "TypeError: ...bad...\n"

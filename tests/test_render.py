@@ -168,3 +168,20 @@ def test_histogram_labels_ticks_and_keeps_the_axis_label_on_its_own_row() -> Non
     black = np.nonzero((img < 60).all(axis=2).any(axis=1))[0]  # axes and tick labels
     grey = np.nonzero((np.abs(img.astype(int) - 110) < 20).all(axis=2).any(axis=1))[0]  # the axis label
     assert grey.max() >= black.max() + FONT_PX // 2, "the x label sits on a row below the tick labels"
+
+
+def test_the_monitors_fast_charts_speak_the_learners_language(monkeypatch) -> None:  # noqa: ANN001
+    """Browser session: under zh the fast chart said "mean |gradient|, last steps"; the detailed one was Chinese."""
+    import hookviz
+    from hookviz import render
+
+    drawn: list[str] = []
+    real = render._text
+    monkeypatch.setattr(render, "_text", lambda draw, xy, text, **kw: (drawn.append(text), real(draw, xy, text, **kw)))
+    hookviz.set_language("zh")
+    try:
+        render.pace_png(np.arange(1, 11), np.linspace(2, 1, 10), ["a", "b"], np.array([1e-3, 2e-3]))
+    finally:
+        hookviz.set_language(None)
+    shown = " ".join(drawn)
+    assert "平均 |梯度|，最近几步" in shown and "平均 |梯度|（对数刻度）" in shown and "gradient" not in shown, shown

@@ -395,3 +395,25 @@ def test_a_closed_explorer_keeps_no_picture() -> None:
     assert not explorer.maps_out.outputs and not explorer.grad_out.outputs and not explorer.caption.value
     explorer.sample.value = 2  # a closed widget ignores its controls
     assert repr(explorer) == "LayerExplorer(closed)"
+
+
+def test_the_english_caption_uses_plain_brackets_in_the_widget_too(digits) -> None:  # noqa: ANN001
+    """Browser session: the English widget caption read "sample 0（label 6）" (boxes without a Chinese font)."""
+    x, y = digits
+    state = ExplorerState(hookviz.load_pretrained_cnn(), x, y)
+    shown = state.caption(translated=True)
+    assert f"sample 0 (label {int(y[0])})" in shown and "（" not in shown and "）" not in shown
+    assert shown == state.caption()
+    hookviz.set_language("zh")
+    try:
+        assert f"样本 0（标签 {int(y[0])}）" in state.caption(translated=True)
+    finally:
+        hookviz.set_language(None)
+
+
+def test_a_negative_page_is_refused_as_such(digits) -> None:  # noqa: ANN001
+    """Smaller issue E13: select(page=-1) said "page 0 does not exist"."""
+    x, y = digits
+    state = ExplorerState(hookviz.load_pretrained_cnn(), x, y)
+    with pytest.raises(ValueError, match=r"page must be at least 0, not -1; pages are counted from 0 here"):
+        state.select(page=-1)

@@ -468,3 +468,107 @@ def test_a_replaced_layer_is_followed_and_said() -> None:
     assert np.isfinite(state.grad_by_depth()).all() and state.silent_layers() == []
     assert state.grad_abs_mean()[5:, 1].min() > 0  # the new module's statistics, from step 6 on
     assert not hookviz.list_hooks(model)
+
+
+# ---------------------------------------------------------------------------------------------- issue 48
+def _sgd_step(model: nn.Module, x: torch.Tensor, check=None):  # noqa: ANN001, ANN202
+    opt = torch.optim.SGD(model.parameters(), 0.05)
+    seen = []
+
+    def step() -> torch.Tensor:
+        if check is not None:
+            seen.append(check())
+        loss = model(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step, seen
+
+
+def test_a_step_that_diagnoses_its_own_model_runs_under_run_as_under_start() -> None:
+    """Defect 3: diagnose() called by the monitor's own step is not refused in the caller's thread either."""
+    model = nn.Sequential(nn.Linear(8, 4))
+    x = torch.randn(16, 8)
+    step, seen = _sgd_step(model, x, check=lambda: hookviz.diagnose(model, x).kinds())
+    MonitorState(model, step).start(2).join()
+    MonitorState(model, step).run(2)
+    assert seen == [{}, {}, {}, {}]
+    assert not hookviz.list_hooks(model)
+
+
+def test_remove_all_hooks_refuses_a_model_a_monitor_trains() -> None:
+    """Defect 4: removing the monitor's hooks made it record NaN without a word; now it is refused at once."""
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    x = torch.randn(16, 8)
+    step, _ = _sgd_step(model, x)
+    started = threading.Event()
+
+    def slow_step() -> torch.Tensor:
+        started.set()
+        time.sleep(0.002)
+        return step()
+
+    state = MonitorState(model, slow_step, stats_every=1)
+    state.start(100_000)
+    try:
+        assert started.wait(30)
+        with pytest.raises(RuntimeError, match=r"remove_all_hooks\(\): this Sequential is being used by a monitor"):
+            hookviz.remove_all_hooks(model)
+        with pytest.raises(RuntimeError, match="being used by a monitor"):
+            hookviz.remove_all_hooks(model[0])  # a part of it too
+    finally:
+        state.stop()
+        assert state.wait(60)
+    assert state.last_error is None and np.isfinite(state.grad_by_depth()).all()
+    assert hookviz.remove_all_hooks(model) == 0  # once it stopped, the model is free again
+
+
+def test_run_inside_no_grad_trains_as_start_does_and_inference_mode_is_refused() -> None:
+    """Defect 14: run() takes its own gradients like start()'s thread; inference mode is refused before training."""
+    model = nn.Sequential(nn.Linear(8, 4))
+    x = torch.randn(16, 8)
+    step, _ = _sgd_step(model, x)
+    state = MonitorState(model, step)
+    with torch.no_grad():
+        state.run(3)
+    assert state.step == 3 and state.last_error is None
+    with torch.inference_mode(), pytest.raises(RuntimeError, match=r"inference_mode\(\).*torch.no_grad\(\) is fine"):
+        state.run(3)
+    assert state.step == 3 and not state.running
+    state.run(1)  # still usable
+    assert state.step == 4
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"interval": "0.5"}, TypeError, ["interval must be a number", "'0.5'"]),
+        ({"interval": -0.1}, ValueError, ["interval must be at least 0", "-0.1"]),
+        ({"charts_every": "5"}, TypeError, ["charts_every must be a number", "'5'"]),
+        ({"charts_every": float("nan")}, ValueError, ["charts_every must be a finite number"]),
+        ({"steps": 2.5}, TypeError, ["steps must be a whole number", "2.5"]),
+        ({"steps": 0}, ValueError, ["steps must be at least 1"]),
+        ({"state": "x"}, TypeError, ["state must be a MonitorState", "str"]),
+        ({"step": 10}, TypeError, ["TrainingMonitor has no argument 'step'", "closest: 'steps'"]),
+    ],
+)
+def test_the_widget_refuses_bad_arguments_before_any_widget_is_made(kwargs: dict, error: type, words: list) -> None:
+    """Defects 10 and 18: interval / charts_every / steps were taken unchecked (32 widgets left open, or a TypeError
+    in the training thread after a while)."""
+    import gc
+
+    import ipywidgets.widgets.widget as ww
+
+    model = nn.Sequential(nn.Linear(8, 4))
+    step, _ = _sgd_step(model, torch.randn(4, 8))
+    gc.collect()
+    before = len(ww._instances)
+    with pytest.raises(error) as info:
+        TrainingMonitor(model, step, **kwargs)
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+    gc.collect()
+    assert len(ww._instances) == before

@@ -59,13 +59,14 @@ def test_code_outputs_tags_and_metadata_are_the_english_ones(path: Path) -> None
     assert chinese.metadata == {**english.metadata, "language": make_zh.LANGUAGE_TAG}
     assert [(c.id, c.cell_type) for c in chinese.cells] == [(c.id, c.cell_type) for c in english.cells]
     imports = make_zh.imports_cell(english)
-    for en_cell, zh_cell in zip(english.cells, chinese.cells, strict=True):
+    labels = make_zh.cell_labels(english)  # each cell's labels printed through hookviz.tr
+    for index, (en_cell, zh_cell) in enumerate(zip(english.cells, chinese.cells, strict=True)):
         if en_cell.cell_type == "markdown":
             assert zh_cell.metadata == en_cell.metadata, zh_cell.id
             assert zh_cell.get("attachments") == en_cell.get("attachments"), zh_cell.id
             continue
         expected = copy.deepcopy(en_cell)
-        make_zh.localise_outputs(expected.get("outputs", []))
+        make_zh.localise_outputs(expected.get("outputs", []), labels.get(index))
         if imports is not None and en_cell.id == imports.id:
             expected.source = make_zh.with_language_line(en_cell.source)
         assert zh_cell == expected, f"{path.name}: cell {en_cell.id} differs from the English one"

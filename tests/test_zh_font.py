@@ -1,7 +1,8 @@
 """hookviz's own Chinese font: every Chinese string hookviz can draw has its glyphs, in matplotlib and Pillow.
 
 Most machines, Colab and Binder included, have no font with Chinese glyphs; hookviz ships a subset of Noto Sans
-CJK SC (``hookviz/assets/fonts``, SIL Open Font License) with the characters of ``hookviz/i18n_zh.py``.
+CJK SC (``hookviz/assets/fonts``, SIL Open Font License) with the characters of the Chinese catalogue
+(``hookviz/locale/zh/LC_MESSAGES/hookviz.po``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def test_the_font_has_every_character_of_the_chinese_strings() -> None:
     family, path = render.cjk_font()
     assert family == "hookviz CJK SC"
     cmap = TTFont(path).getBestCmap()
-    catalogue = (ROOT / "hookviz" / "i18n_zh.py").read_text(encoding="utf-8")
+    catalogue = make_cjk_font.catalogue_text()
     missing = sorted(ch for ch in make_cjk_font.needed_characters(catalogue) if ord(ch) not in cmap)
     assert not missing, f"characters without a glyph: {''.join(missing)!r}: run scripts/make_cjk_font.py"
 

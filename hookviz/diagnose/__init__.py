@@ -1,30 +1,36 @@
-"""The hook doctor: run a model once, forward and backward, and report the hook pitfalls it carries.
+"""The hook doctor: run a model, forward and backward, and report the hook pitfalls it carries.
 
 ``diagnose(model, inputs)`` reads the hooks already attached to ``model`` (through the inspector,
-:func:`hookviz.list_hooks`), wraps each of them for one run so that it can see whether it fires, how
-often, what it returns and what it raises, adds two global probes (through a
-:class:`~hookviz.capture.HookGroup`) that count every module call, and runs one forward and one
-backward pass on the inputs you give. What it finds comes back as a :class:`Diagnosis`: a list of
-:class:`Finding` (kind, severity, where, message, fix, link) that prints as a text table and shows as
-an HTML table in a notebook; a clean model gives ``no findings``. Each link points at the clinic
-section (``notebooks/11_mistakes_clinic.ipynb#mistake-NN``) or the notebook that teaches the pitfall.
+:func:`hookviz.list_hooks`), swaps each of them for a wrapper that *watches* it, and runs the model on the inputs you
+give. Every rule decides from what the run observed, never from the names in your code: what a hook received,
+returned and raised; which tensors it edited in place (their version counters) or through ``.data`` (their values);
+the tensors it computed from its arguments and threw away when it returned None (a forgotten ``return``); the torch
+functions it called (``.item()``, reading ``p.grad``, registering a tensor hook, which is then watched too); what it
+changed on the model (modes, ``requires_grad``, weights, grad mode) or registered; what it keeps afterwards
+(closures, globals, bound objects, module attributes). What it finds comes back as a :class:`Diagnosis`: a list of
+:class:`Finding` (kind, severity, where, message, fix, link) that prints as a text table and shows as an HTML table
+in a notebook; a clean model gives ``no findings``. Each link points at the clinic section
+(``notebooks/11_mistakes_clinic.ipynb#mistake-NN``) or the notebook that teaches the pitfall.
 
-The doctor leaves the model as it found it: the train/eval mode of every submodule, parameter values,
-``requires_grad``, every ``.grad`` (the very same tensor objects), buffers, the random number generator
-and every hook dict. Your hooks do run once (like in one training step), so what they append to your
-own lists stays there. A hook that raises or returns something harmful is reported and then neutralised
-for the rest of the run (its error is swallowed, its return value ignored), so that one run finds as
-much as it can. A model that another hookviz tool is training or showing (a ``TrainingMonitor``) is
-refused, and so is a call inside ``torch.inference_mode()``.
+Where one run cannot tell, it runs again (:mod:`hookviz.diagnose.runner`): in your grad mode when you call it under
+``torch.no_grad()`` (hooks that fail only in validation), on a batch one sample smaller when a hook holds the batch
+size as a number, with one hook left out to name the hook whose return value breaks the forward or the backward, and
+with a gradient hook given a copy of its gradient to measure what an in-place edit changed. Your hooks therefore run
+once, as in one training step, and again only in those passes.
 
-The doctor is a set of small rules, one per pitfall (:mod:`hookviz.diagnose.rules`, listed in
-:data:`RULES`): each has an id (the finding's kind), a severity, a link, a fix and its own detection.
-:mod:`hookviz.diagnose.runner` is the one place that owns the hooks' lifetime during the run.
+The doctor leaves the model as it found it: every submodule's mode and own attributes (``module.output = ...`` set by
+a hook is taken away again; another library's state, such as transformers' output capturing, stays consistent),
+parameter values, ``requires_grad``, every ``.grad`` (the very same tensor objects), buffers, tensor hooks, the
+random number generator, the grad mode and every hook dict. What your hooks append to your own lists stays there. A
+hook that raises or returns something harmful is reported and then neutralised for the rest of the run (its error is
+swallowed, its return value ignored), so that one run finds as much as it can. A model that another hookviz tool is
+training or showing (a ``TrainingMonitor``) is refused, and so is a call inside ``torch.inference_mode()``.
 
-For the run, each hook's entry in the dict that :mod:`hookviz.catalogue` names is swapped for its
-wrapper (global module hooks too), and every hook dict is put back as it was afterwards: the one place
-outside the inspector that writes to those dicts, always undone in a ``finally``. The run costs one copy
-of the parameters and buffers (to put back what a hook edits in place).
+The doctor is a set of small rules, one per pitfall (:mod:`hookviz.diagnose.rules`, listed in :data:`RULES`): each
+has an id (the finding's kind), a severity, a link, a fix and its own detection, and reads only the facts of
+:mod:`hookviz.diagnose.facts`. :mod:`hookviz.diagnose.runner` is the one place that owns the hooks' lifetime during
+the run; :mod:`hookviz.diagnose.state` puts the model back. Every message is written for the gettext catalogue
+(``N_``), so it prints in the learner's language.
 
 >>> import torch, hookviz
 >>> print(hookviz.diagnose(torch.nn.Linear(2, 1), torch.randn(3, 2)))

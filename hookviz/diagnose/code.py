@@ -253,16 +253,16 @@ def records(hook: Any) -> dict[int, tuple[Any, Any]]:
     return found
 
 
-def records_written(before: dict[int, tuple[Any, Any]]) -> int:
-    """How many records were written since ``before`` (:func:`records`): dict entries added or replaced, list items
-    added."""
-    written = 0
-    for container, snapshot in before.values():
+def records_written(before: dict[int, tuple[Any, Any]]) -> list[tuple[int, Any]]:
+    """The records written since ``before`` (:func:`records`): ``(id(dict), key)`` for each dict entry added or
+    replaced, ``(id(list), None)`` for each list item added."""
+    written: list[tuple[int, Any]] = []
+    for key, (container, snapshot) in before.items():
         if isinstance(container, dict):
             now = {k: id(v) for k, v in list(container.items())[:10_000]}
-            written += sum(1 for k, v in now.items() if snapshot.get(k) != v)
+            written += [(key, k) for k, v in now.items() if snapshot.get(k) != v]
         else:
-            written += max(0, len(container) - snapshot)
+            written += [(key, None)] * max(0, len(container) - snapshot)
     return written
 
 

@@ -212,6 +212,7 @@ class Call:
     numbers: set[int] = field(default_factory=set)  # the integers it passed to torch functions (view(32, -1))
     locals: list[Local] = field(default_factory=list)
     registered: int = 0  # hooks registered while it ran (RemovableHandle ids taken)
+    written: list[tuple[int, Any]] = field(default_factory=list)  # records it wrote: (id(dict), key), (id(list), None)
     changed: list[str] = field(default_factory=list)  # what it changed on the model: modes, requires_grad
     in_backward: bool = False
 
@@ -289,7 +290,6 @@ class Evidence:
         self.passes: dict[str, Pass] = {}
         self.findings: list[Finding] = []
         self.notes: dict[str, Any] = {}  # what a rule keeps during the run
-        self.records_before: dict[int, dict[int, tuple[Any, Any]]] = {}  # id(site) -> its dicts and lists, before
         self.stored_before: dict[int, dict[int, bool]] = {}  # id(site) -> {id(tensor): it had a grad_fn}
         self.stored_after: dict[int, list[Tensor]] = {}
         self.attributes_before: dict[int, set[int]] = {}  # id(module) -> ids of the tensors its attributes held

@@ -154,7 +154,9 @@ class Run:
                     call.result = site.hook(*args, **kwargs)
                 else:
                     adopt = functools.partial(run._adopt, site) if observed else None
+                    records = code.records(site.hook) if current.name == "main" else None
                     call.result = watched_call(call, site.hook, run.model, ev.names, adopt)
+                    call.written = code.records_written(records) if records is not None else []
             except Exception as error:  # a user hook failed: report it, go on without it
                 call.error = error
             finally:
@@ -190,7 +192,6 @@ class Run:
         site = Site(parent.where, hook_kind("tensor"), None, -1, hook, "", parent.module, registered_by=parent)
         ev = self.evidence
         ev.sites.append(site)
-        ev.records_before[id(site)] = code.records(hook)
         ev.stored_before[id(site)] = {i: t.grad_fn is not None for i, t in code.reachable_tensors(hook).items()}
         return self._wrapper(site)
 
@@ -229,7 +230,6 @@ class Run:
         ev = self.evidence
         for rule in self.rules:
             rule.static(ev)
-        ev.records_before = {id(s): code.records(s.hook) for s in ev.sites}
         ev.stored_before = {
             id(s): {i: t.grad_fn is not None for i, t in code.reachable_tensors(s.hook).items()} for s in ev.sites
         }
@@ -478,8 +478,9 @@ class Run:
 
     def _uses_batch_size(self, main: Pass, size: int) -> bool:
         """Whether a hook that ran holds the batch size as a number: it passed it to a torch function
-        (``view(32, -1)``), or it is a constant of its code (``assert out.shape[0] == 32``) or a value it reads
-        (a global ``BATCH = 32``)."""
+        (``view(32, -1)``), or it is a constant of its code (``assert out.shape[0] == 32``), a value it reads (a
+        global ``BATCH = 32``, ``self.batch_size``, a ``functools.partial`` argument), or the first size of a tensor
+        it keeps (a buffer made for one batch: ``self.buffer = torch.zeros(32, 8)``)."""
         if size < 2 or any(size in c.numbers for c in main.calls):
             return size >= 2
         if size < 3:
@@ -490,7 +491,12 @@ class Run:
             if function_code is None:
                 continue
             constants = {c for part in code.codes(function_code) for c in part.co_consts if type(c) is int}
-            values = {v for _, v in code.free_values(function) if type(v) is int}
+            held = [v for _, v in code.free_values(function)] + code.unwrap(site.hook)[1]
+            owner = code.owner_of(site.hook)
+            if owner is not None:
+                held += list(code.user_attributes(owner).values())
+            values = {v for v in held if type(v) is int}
+            values |= {t.shape[0] for t in held if isinstance(t, Tensor) and t.dim() >= 1 and not t.is_nested}
             if size in constants or size in values:
                 return True
         return False

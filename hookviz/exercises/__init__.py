@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hookviz.i18n import get_language, tr
+from hookviz.i18n import N_, get_language, tr
 
 __all__ = [
     "ExerciseNotSolved",
@@ -95,11 +95,11 @@ def call_learner_code(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 # --------------------------------------------------------------------------- a forgotten `return`
 
-_NO_RETURN = "`{}` has no `return` statement, so calling it gives None"
-_RETURNED_NONE = "`{}` returned None"
+_NO_RETURN = N_("`{}` has no `return` statement, so calling it gives None")
+_RETURNED_NONE = N_("`{}` returned None")
 _ONLY_RETURN_MISSING = (
-    "If your code already computes the right value, only the `return` is missing: a value a function computes "
-    "but does not return is lost. End the function with `return <that value>`."
+    N_("If your code already computes the right value, only the `return` is missing: a value a function computes "
+    "but does not return is lost. End the function with `return <that value>`.")
 )
 
 
@@ -212,83 +212,90 @@ _NOT_LEARNER_DIRS = tuple(
     )
 )
 
-#: Common mistakes, recognised by their error message: (pattern, hint).
+#: Common mistakes, recognised by their error message: (pattern, hint); a hint's ``{}`` gets the match's group.
 _HINTS: list[tuple[re.Pattern[str], str]] = [
     (
         re.compile(r"must be Tensor, not (tuple|list|dict|torch\.Size|Size|int|float|NoneType|str)"),
-        "a module received a {0} where it wanted a tensor. A forward hook that returns something replaces the "
-        "module's output (and a pre-hook's return value replaces its input): a hook that only records must "
-        "return None.",
+        N_(
+            "a module received a {} where it wanted a tensor. A forward hook that returns something replaces the "
+            "module's output (and a pre-hook's return value replaces its input): a hook that only records must "
+            "return None."
+        ),
     ),
     (
         re.compile(r"'dict' object has no attribute 'append'"),
-        "`append` is a list method: a dict is filled with `store[key] = value`.",
+        N_("`append` is a list method: a dict is filled with `store[key] = value`."),
     ),
     (
         re.compile(r"'list' object has no attribute '(update|items|keys|values|get)'|list indices must be integers"),
-        "this is a list, not a dict: a list is filled with `.append(value)` and read by position.",
+        N_("this is a list, not a dict: a list is filled with `.append(value)` and read by position."),
     ),
     (
         re.compile(r"Boolean value of Tensor with more than one (value|element) is ambiguous"),
-        "Python's `if`, `and`/`or`, `min`, `max` or `sorted` on a tensor with several values needs one "
-        "True/False: use tensor operations instead (`t.min()`, `torch.maximum(a, b)`, `(t > 0).any()`, `.all()`).",
+        N_("Python's `if`, `and`/`or`, `min`, `max` or `sorted` on a tensor with several values needs one "
+        "True/False: use tensor operations instead (`t.min()`, `torch.maximum(a, b)`, `(t > 0).any()`, `.all()`)."),
     ),
     (
         re.compile(r"takes (\d+) positional arguments? but (\d+) (were|was) given|missing \d+ required positional"),
-        "the function's parameters do not match how it is called. PyTorch calls each hook kind with fixed "
+        N_("the function's parameters do not match how it is called. PyTorch calls each hook kind with fixed "
         "arguments (a tensor hook `hook(grad)`, a forward hook `hook(module, args, output)`, a forward pre-hook "
         "`hook(module, args)`, a full backward hook `hook(module, grad_input, grad_output)`): compare your `def` "
-        "line with the exercise text.",
+        "line with the exercise text."),
     ),
     (
         re.compile(r"'tuple' object has no attribute"),
-        "that value is a tuple: a hook's `args` (and `grad_input`/`grad_output`) are tuples; the tensor is `args[0]`.",
+        N_(
+            "that value is a tuple: a hook's `args` (and `grad_input`/`grad_output`) are tuples; the tensor is "
+            "`args[0]`."
+        ),
     ),
     (
         re.compile(r"'(torch\.Size|Size)' object has no attribute"),
-        "that value is a shape (`torch.Size`), not a tensor: keep the tensor itself where a tensor is needed.",
+        N_("that value is a shape (`torch.Size`), not a tensor: keep the tensor itself where a tensor is needed."),
     ),
     (
         re.compile(r"Can't call numpy\(\) on Tensor that requires grad"),
-        "a tensor that is part of the autograd graph cannot become a NumPy array: `.detach()` it first.",
+        N_("a tensor that is part of the autograd graph cannot become a NumPy array: `.detach()` it first."),
     ),
     (
         re.compile(
             r"modified by an inplace operation|leaf Variable that requires grad is being used in an in-place|"
             r"is a view and is being modified in-place|unsupported operation: more than one element of the written-to"
         ),
-        "an in-place change (`*=`, `+=`, `.clamp_()`, `x[...] = ...`) hit a tensor that autograd still needs: "
-        "build a new tensor and return it.",
+        N_("an in-place change (`*=`, `+=`, `.clamp_()`, `x[...] = ...`) hit a tensor that autograd still needs: "
+        "build a new tensor and return it."),
     ),
     (
         re.compile(
             r"only one element tensors can be converted|a Tensor with \d+ elements cannot be converted to Scalar"
         ),
-        "`.item()` and `float(...)` take a single value: reduce the tensor first (`.norm()`, `.sum()`, `.max()`).",
+        N_("`.item()` and `float(...)` take a single value: reduce the tensor first (`.norm()`, `.sum()`, `.max()`)."),
     ),
     (
         re.compile(r"hook '.*' has changed the (size|type) of value"),
-        "a gradient returned by a hook must keep the shape and dtype of the one it received.",
+        N_("a gradient returned by a hook must keep the shape and dtype of the one it received."),
     ),
     (
         re.compile(r"cannot register a hook on a tensor that doesn't require gradient"),
-        "a hook can only be registered on a tensor that requires grad, and this one does not: it was created "
+        N_("a hook can only be registered on a tensor that requires grad, and this one does not: it was created "
         "without `requires_grad=True`, computed under `torch.no_grad()`, `.detach()`ed, or it is a frozen "
         "parameter. Register the hook on a tensor that is part of the autograd graph (or call "
-        "`.requires_grad_()` on a leaf tensor first).",
+        "`.requires_grad_()` on a leaf tensor first)."),
     ),
     (
         re.compile(
             r"'NoneType' object (has no attribute|is not (subscriptable|iterable|callable))|"
             r"cannot unpack non-iterable NoneType"
         ),
-        "something is None where a value was expected: a function (or a hook factory) without `return` gives "
-        "None. Check that each function you wrote ends with `return ...`.",
+        N_("something is None where a value was expected: a function (or a hook factory) without `return` gives "
+        "None. Check that each function you wrote ends with `return ...`."),
     ),
     (
         re.compile(r"^name '(\w+)' is not defined"),
-        "`{0}` is not defined where your function runs: a typo, or a name from another cell (the checker "
-        "calls your function on models of its own; use the arguments it receives).",
+        N_(
+            "`{}` is not defined where your function runs: a typo, or a name from another cell (the checker "
+            "calls your function on models of its own; use the arguments it receives)."
+        ),
     ),
 ]
 
@@ -348,14 +355,21 @@ def describe_learner_error(error: BaseException) -> str:
             "(and what your hook returns) with what the exercise asks for."
         )
     else:
-        code = (frame.line or "").strip()
-        place = "its cell" if _is_cell(frame.filename) else Path(frame.filename).name
-        where = (
-            f"in `{frame.name}`, line {frame.lineno} of {place}"
-            if frame.name != "<module>"
-            else (f"at line {frame.lineno} of {place}")
-        )
-        text = tr(f"your code raised {what}") + "\n  " + tr(where + (f": `{code}`" if code else ""))
+        code, name, line, file = (frame.line or "").strip(), frame.name, frame.lineno, Path(frame.filename).name
+        in_cell = _is_cell(frame.filename)
+        if name != "<module>" and in_cell:
+            where = tr(
+                f"in `{name}`, line {line} of its cell: `{code}`" if code else f"in `{name}`, line {line} of its cell"
+            )
+        elif name != "<module>":
+            where = tr(
+                f"in `{name}`, line {line} of {file}: `{code}`" if code else f"in `{name}`, line {line} of {file}"
+            )
+        elif in_cell:
+            where = tr(f"at line {line} of its cell: `{code}`" if code else f"at line {line} of its cell")
+        else:
+            where = tr(f"at line {line} of {file}: `{code}`" if code else f"at line {line} of {file}")
+        text = tr(f"your code raised {what}") + "\n  " + where
     hint = _hint_for(error)
     return text + ("\n  " + tr(f"hint: {hint}") if hint else "")
 
@@ -543,7 +557,8 @@ def short_traceback(error: BaseException, shell: Any = None) -> list[str]:
     def fold() -> None:
         if folded:
             libraries = ", ".join(dict.fromkeys(folded))
-            text = tr(f"{len(folded)} frame{'s' if len(folded) > 1 else ''} inside {libraries}")
+            count = len(folded)
+            text = tr(f"{count} frames inside {libraries}" if count > 1 else f"{count} frame inside {libraries}")
             lines.append(f"  … {text} …")
             folded.clear()
 

@@ -23,6 +23,7 @@ from hookviz.exercises import (
     passed,
 )
 from hookviz.hooks_table import list_hooks
+from hookviz.i18n import N_
 
 __all__ = ["check_record_output_shapes", "check_attach_grad_norm_logger"]
 
@@ -82,7 +83,7 @@ def check_record_output_shapes(fn: Callable[[nn.Module, Tensor], dict[str, Any]]
         with torch.no_grad():
             expected = _expected_shapes(model, x)
             result = call_learner_code(fn, model, x)
-        missing_return(fn, result, "return the dict {layer name: output shape} that your hooks filled")
+        missing_return(fn, result, N_("return the dict {layer name: output shape} that your hooks filled"))
         expect(
             isinstance(result, dict),
             f"return a dict {{layer name: output shape}}, not {type(result).__name__}",

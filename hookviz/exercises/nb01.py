@@ -24,6 +24,7 @@ from hookviz.exercises import (
     missing_return,
     passed,
 )
+from hookviz.i18n import N_
 
 __all__ = ["check_clip_hook", "check_register_once", "check_grad_norm_logger_class"]
 
@@ -72,8 +73,8 @@ def check_clip_hook(clip_hook: Callable[[Tensor], Tensor | None]) -> None:
             missing_return(
                 clip_hook,
                 result,
-                "a tensor hook changes the gradient only through the value it returns (None keeps the gradient "
-                "as it was, so autograd never saw your rescaled tensor)",
+                N_("a tensor hook changes the gradient only through the value it returns (None keeps the gradient "
+                "as it was, so autograd never saw your rescaled tensor)"),
             )
         expect(
             torch.allclose(got, torch.tensor(wanted), atol=1e-6),
@@ -162,7 +163,7 @@ def check_grad_norm_logger_class(logger_cls: type) -> None:
         model.bias.zero_()
     logger = call_learner_code(logger_cls)
     expect(isinstance(getattr(logger, "norms", None), list), "the logger needs a list attribute `norms` (start empty)")
-    handles = learner_result(logger.attach, "attach(model) should return the list of handles it registered", model)
+    handles = learner_result(logger.attach, N_("attach(model) should return the list of handles it registered"), model)
     expect(
         isinstance(handles, list) and len(handles) == 2 and all(isinstance(h, RemovableHandle) for h in handles),
         "attach(model) should register one hook per parameter (nn.Linear has 2) and return the list of handles",

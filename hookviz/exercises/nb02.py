@@ -19,6 +19,7 @@ from torch.utils.hooks import RemovableHandle
 from hookviz.data import load_digits
 from hookviz.exercises import ReturnRecorder, call_learner_code, checker, expect, learner_result, missing_return, passed
 from hookviz.hooks_table import list_hooks
+from hookviz.i18n import N_
 from hookviz.models import load_pretrained_cnn
 
 __all__ = ["check_feature_hook", "check_mixup", "check_call_counter"]
@@ -38,7 +39,7 @@ def check_feature_hook(make_hook: Callable[[dict[str, Tensor], str], Hook]) -> N
     store: dict[str, Tensor] = {}
     names = sorted(["features.2", "classifier.1"])
     modules = dict(model.named_modules())
-    hook = learner_result(make_hook, "make_hook must return the hook function it builds", store, "features.2")
+    hook = learner_result(make_hook, N_("make_hook must return the hook function it builds"), store, "features.2")
     expect(callable(hook), "make_hook must return a function (module, args, output) -> None")
     handles = [modules["features.2"].register_forward_hook(hook)]
     handles.append(modules["classifier.1"].register_forward_hook(call_learner_code(make_hook, store, "classifier.1")))
@@ -100,7 +101,7 @@ def check_mixup(
     x, y = x[:16], y[:16]
     perm = torch.randperm(16, generator=torch.Generator().manual_seed(1))
     lam = 0.3
-    hook = learner_result(make_mixup_hook, "make_mixup_hook must return the hook function it builds", lam, perm)
+    hook = learner_result(make_mixup_hook, N_("make_mixup_hook must return the hook function it builds"), lam, perm)
     expect(callable(hook), "make_mixup_hook must return a function (module, args, output)")
     model.train()  # batch statistics in BatchNorm: the reference below is computed the same way
     with torch.no_grad():
@@ -112,7 +113,7 @@ def check_mixup(
     try:
         train_logits = call_learner_code(model, x)
         if torch.allclose(train_logits, plain_train):
-            recorder.expect_returned("a forward hook replaces the output only through the value it returns")
+            recorder.expect_returned(N_("a forward hook replaces the output only through the value it returns"))
         model.eval()
         eval_logits = call_learner_code(model, x)
     finally:
@@ -134,7 +135,7 @@ def check_mixup(
         "in eval mode the hook must leave the output alone: look at module.training and return None",
     )
     soft = call_learner_code(mix_targets, y, lam, perm, 10)
-    missing_return(mix_targets, soft, "mix_targets must return the mixed targets")
+    missing_return(mix_targets, soft, N_("mix_targets must return the mixed targets"))
     expect(
         isinstance(soft, Tensor) and soft.shape == (16, 10) and soft.is_floating_point(),
         "mix_targets must return a float tensor of shape (batch, n_classes): one probability row per example",

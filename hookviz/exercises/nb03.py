@@ -22,6 +22,7 @@ from hookviz.exercises import (
     passed,
     raised_in_learner_code,
 )
+from hookviz.i18n import N_
 from hookviz.models import DigitsCNN
 
 __all__ = ["check_clamp_input", "check_digit_shape_guard", "check_cap_factor"]
@@ -60,7 +61,7 @@ def check_clamp_input(hook: Callable[..., Any]) -> None:
         )
         wanted = layer(original.clamp(0, 1))
         if torch.allclose(out, layer(original)):
-            recorder.expect_returned("a pre-hook changes the module's input only through the value it returns")
+            recorder.expect_returned(N_("a pre-hook changes the module's input only through the value it returns"))
             raise ExerciseNotSolved(
                 "the module still received the raw input: a pre-hook changes the input only through its return value"
             )
@@ -146,7 +147,7 @@ def check_cap_factor(hook: Callable[..., Any]) -> None:
                 ) from exc
             if not torch.allclose(out, x * effective):
                 recorder.expect_returned(
-                    "a pre-hook registered with with_kwargs=True changes the call only by returning (args, kwargs)"
+                    N_("a pre-hook registered with with_kwargs=True changes the call only by returning (args, kwargs)")
                 )
             expect(
                 torch.allclose(out, x * effective),

@@ -26,6 +26,7 @@ from hookviz.exercises import (
     passed,
 )
 from hookviz.hooks_table import list_hooks
+from hookviz.i18n import N_
 from hookviz.models import DigitsCNN
 
 __all__ = ["check_halve_input_grads", "check_clip_hooks", "check_output_grad_norms"]
@@ -79,7 +80,7 @@ def check_halve_input_grads(hook: Callable[..., Any]) -> None:
     layer.zero_grad()
     recorder = _backward_with(hook, layer, x)
     if x.grad is not None and torch.allclose(x.grad, true_x):
-        recorder.expect_returned("a full backward hook changes grad_input only through the tuple it returns")
+        recorder.expect_returned(N_("a full backward hook changes grad_input only through the tuple it returns"))
     expect(x.grad is not None, "the input got no gradient at all: return the halved gradients, not zeros or None")
     expect(
         not torch.allclose(x.grad, true_x),
@@ -199,7 +200,7 @@ def check_output_grad_norms(attach: Callable[[nn.Module, dict[str, float]], Any]
     }
 
     norms: dict[str, float] = {}
-    handles = learner_result(attach, "attach should return the list of handles it registered", model, norms)
+    handles = learner_result(attach, N_("attach should return the list of handles it registered"), model, norms)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # features.0: "no inputs require gradients"

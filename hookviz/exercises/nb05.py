@@ -18,6 +18,7 @@ from hookviz.exercises import (
     passed,
 )
 from hookviz.hooks_table import GLOBAL_CALL_KINDS, HookTable, list_global_hooks, list_hooks
+from hookviz.i18n import N_
 
 __all__ = ["check_count_calls", "check_attach_once", "check_safe_hook"]
 
@@ -82,7 +83,7 @@ def _check_count_calls(count_calls: Callable[[nn.Module, Tensor], dict[str, int]
         "a global hook is still registered after count_calls returned: every model in the process now runs "
         "it. Remove it before returning (a `with` block around the forward does that for you).",
     )
-    missing_return(count_calls, got, "count_calls should return the dict {class name: calls}")
+    missing_return(count_calls, got, N_("count_calls should return the dict {class name: calls}"))
     expect(isinstance(got, dict), f"count_calls should return a dict {{class name: calls}}, got {type(got).__name__}")
     expected = {"Sequential": 2, "Linear": 2, "ReLU": 2}
     expect(
@@ -171,7 +172,7 @@ def check_safe_hook(make_safe_hook: Callable[[list[Tensor]], Callable[..., Any]]
     with torch.no_grad():
         expected = model[0](x).clone()
     store: list[Tensor] = []
-    hook = learner_result(make_safe_hook, "make_safe_hook(store) should return the hook function it builds", store)
+    hook = learner_result(make_safe_hook, N_("make_safe_hook(store) should return the hook function it builds"), store)
     expect(callable(hook), "make_safe_hook(store) should return a hook function (module, args, output)")
     handle = model[0].register_forward_hook(hook)
     try:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, describe_learner_error, expect, passed
+from hookviz.i18n import tr
 
 __all__ = ["check_first_backward_kind", "check_largest_grad_layer", "check_top_channel"]
 
@@ -63,8 +64,9 @@ def check_largest_grad_layer(largest_grad_layer: Any, state: Any) -> None:
             raise
         except Exception as exc:  # noqa: BLE001 - the learner's own error becomes a located hint
             raise ExerciseNotSolved(
-                describe_learner_error(exc) + "\n  it gets a monitor state: read state.layer_names and "
-                "state.grad_by_depth()"
+                describe_learner_error(exc)
+                + "\n  "
+                + tr("it gets a monitor state: read state.layer_names and state.grad_by_depth()")
             ) from exc
         expect(
             isinstance(answer, str),

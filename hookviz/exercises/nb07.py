@@ -18,6 +18,7 @@ from hookviz.exercises import (
     missing_return,
     passed,
 )
+from hookviz.i18n import N_, N_name
 from hookviz.models import DigitsCNN
 
 __all__ = ["check_count_saved_bytes", "check_renaming_hook", "check_optimizer_in_backward"]
@@ -45,11 +46,11 @@ def check_count_saved_bytes(count_saved_bytes: Callable[..., int]) -> None:
         ("x * x", lambda a: a * a, (x,)),
         ("x.exp()", lambda a: a.exp(), (x,)),
         ("(x @ w).relu()", lambda a, b: (a @ b).relu(), (x, w)),
-        ("x + 1 (saves nothing)", lambda a: a + 1, (x,)),
+        (N_name("x + 1 (saves nothing)"), lambda a: a + 1, (x,)),
     ]
     for label, fn, inputs in cases:
         got = call_learner_code(count_saved_bytes, fn, *inputs)
-        missing_return(count_saved_bytes, got, "count_saved_bytes should return the number of bytes as an int")
+        missing_return(count_saved_bytes, got, N_("count_saved_bytes should return the number of bytes as an int"))
         want = _reference_saved_bytes(fn, *inputs)
         expect(
             isinstance(got, int) and not isinstance(got, bool),
@@ -85,7 +86,7 @@ def check_renaming_hook(make_renaming_hook: Callable[[dict[str, str]], Callable[
     old = _old_checkpoint(source, renames)
     hook = learner_result(
         make_renaming_hook,
-        "make_renaming_hook(...) should return the hook function it builds",
+        N_("make_renaming_hook(...) should return the hook function it builds"),
         {legacy: new for new, legacy in renames.items()},
     )
     expect(callable(hook), "make_renaming_hook(...) should return a hook function")
@@ -147,7 +148,7 @@ def check_optimizer_in_backward(
             "then). Make one optimizer per parameter, make_optimizer([param]), and step that one in the "
             "parameter's hook.",
         )
-        missing_return(attach, handles, "attach should return one handle per parameter")
+        missing_return(attach, handles, N_("attach should return one handle per parameter"))
         expect(
             isinstance(handles, (list, tuple)) and len(handles) == len(list(model.parameters())),
             "attach should return one handle per parameter (a list of what register_post_accumulate_grad_hook returns)",

@@ -26,6 +26,7 @@ from hookviz.exercises import (
     passed,
 )
 from hookviz.hooks_table import list_hooks
+from hookviz.i18n import N_, N_name
 from hookviz.models import load_pretrained_cnn
 
 __all__ = [
@@ -129,7 +130,7 @@ def check_activity_counter(counter_cls: type) -> None:
         "the counts differ from the expected ones: count, for each channel, the samples that have at "
         "least one value > 0 anywhere in that channel's map, and keep adding across calls",
     )
-    dead = learner_result(counter.dead, "dead() should return the list of dead channels")
+    dead = learner_result(counter.dead, N_("dead() should return the list of dead channels"))
     expect(
         isinstance(dead, list) and all(type(c) is int for c in dead),
         f"dead() should return a plain list of Python ints, got {type(dead).__name__}"
@@ -174,7 +175,7 @@ def check_contrastive_cam(fn: Callable[..., Tensor]) -> None:
         layer = dict(model.named_modules())[name]
         got = call_learner_code(fn, model, name, x, cls, foil)
         _expect_no_hooks(model, "contrastive_cam(...)")
-        missing_return(fn, got, "contrastive_cam should return the map as a tensor")
+        missing_return(fn, got, N_("contrastive_cam should return the map as a tensor"))
         expect(isinstance(got, Tensor), f"contrastive_cam should return a tensor, got {type(got).__name__}")
         want = _reference_cam(model, layer, x, lambda lo, c=cls, f=foil: lo[:, c] - lo[:, f])
         expect(
@@ -273,10 +274,12 @@ def _check_nan_guard(install: Callable[[nn.Module], list[Any]], models: list[nn.
         bad.features[4].weight[3, 2, 1, 1] = float("inf")
     handles = call_learner_code(install, bad)
     with torch.no_grad():
-        _expect_raises_naming(lambda: bad(x), "features.4", ["features.5", "features"], "inf weight in features.4")
+        _expect_raises_naming(
+            lambda: bad(x), "features.4", ["features.5", "features"], N_name("inf weight in features.4")
+        )
         bad_input = x.clone()
         bad_input[0, 0, 4, 4] = float("nan")
-        _expect_raises_naming(lambda: bad(bad_input), "features.0", ["features.4"], "NaN in the input")
+        _expect_raises_naming(lambda: bad(bad_input), "features.0", ["features.4"], N_name("NaN in the input"))
     for handle in handles:
         handle.remove()
 
@@ -287,7 +290,10 @@ def _check_nan_guard(install: Callable[[nn.Module], list[Any]], models: list[nn.
     handles = call_learner_code(install, reordered)
     with torch.no_grad():
         _expect_raises_naming(
-            lambda: reordered(torch.ones(2, 5)), "body.0", ["head"], "a model whose modules run in another order"
+            lambda: reordered(torch.ones(2, 5)),
+            "body.0",
+            ["head"],
+            N_name("a model whose modules run in another order"),
         )
     for handle in handles:
         handle.remove()
@@ -311,7 +317,7 @@ def check_channel_ablation(fn: Callable[..., Tensor]) -> None:
         layer = dict(model.named_modules())[name]
         got = call_learner_code(fn, model, name, x, labels)
         _expect_no_hooks(model, "channel_ablation(...)")
-        missing_return(fn, got, "channel_ablation should return the drops as a tensor")
+        missing_return(fn, got, N_("channel_ablation should return the drops as a tensor"))
         expect(isinstance(got, Tensor), f"channel_ablation should return a tensor, got {type(got).__name__}")
         with torch.no_grad():
             feats = _layer_output(model, layer, x)

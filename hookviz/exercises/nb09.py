@@ -24,6 +24,7 @@ from hookviz.exercises import (
     missing_return,
     passed,
 )
+from hookviz.i18n import N_
 
 __all__ = ["check_sampled_hook", "check_script_pre_hook", "check_local_only_comm_hook"]
 
@@ -38,7 +39,7 @@ def check_sampled_hook(make_sampled_hook: Callable[[list, int], Callable[..., An
     for every in (10, 4):
         store: list = []
         hook = learner_result(
-            make_sampled_hook, "make_sampled_hook must return the forward hook it builds", store, every
+            make_sampled_hook, N_("make_sampled_hook must return the forward hook it builds"), store, every
         )
         expect(callable(hook), "make_sampled_hook must return a function (the forward hook)")
         handle = layer.register_forward_hook(hook)
@@ -81,7 +82,7 @@ def check_script_pre_hook(hook: Callable[..., Any]) -> None:
     with torch.no_grad():
         expected = layer(2 * x)
     eager = call_learner_code(hook, layer, (x,))
-    missing_return(hook, eager, "a pre-hook changes the module's input only through the value it returns")
+    missing_return(hook, eager, N_("a pre-hook changes the module's input only through the value it returns"))
     expect(
         isinstance(eager, tuple) and len(eager) == 1 and isinstance(eager[0], torch.Tensor),
         "return the new inputs as a tuple holding one tensor, e.g. `(new_x,)`",

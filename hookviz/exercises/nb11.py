@@ -205,7 +205,8 @@ def check_attach_probes(attach_probes: Callable[..., Any]) -> None:
     handles = _handles(call_learner_code(attach_probes, model, acts, grad_norms), "attach_probes")
     images = torch.randn(4, 1, 8, 8)
     try:
-        findings = diagnose(model, images)
+        # the doctor's notes (severity "info": a value read with .item(), free on the CPU) are worth knowing, not bugs
+        findings = [f for f in diagnose(model, images) if f.severity != "info"]
         expect(
             not findings,
             f"hookviz.diagnose still reports {len(findings)} finding(s): "

@@ -26,7 +26,7 @@ from hookviz.exercises import (
     passed,
 )
 from hookviz.hooks_table import GLOBAL_CALL_KINDS, HookTable, list_global_hooks, list_hooks
-from hookviz.i18n import tr
+from hookviz.i18n import N_, N_name
 from hookviz.transformer import TinyTransformer, load_tiny_transformer, make_tiny_batch
 
 __all__ = ["check_attention_weights", "check_patch_position", "check_logit_lens"]
@@ -40,7 +40,7 @@ def _models() -> list[tuple[str, TinyTransformer]]:
     torch.manual_seed(12)
     other = TinyTransformer(d_model=16, nhead=4, dim_feedforward=32).eval()
     # The names go into the hints, so they are shown in the learner's language too.
-    return [(tr("the tiny transformer"), load_tiny_transformer()), (tr("a 4-head model"), other)]
+    return [(N_name("the tiny transformer"), load_tiny_transformer()), (N_name("a 4-head model"), other)]
 
 
 def _expect_no_hooks(model: nn.Module, what: str, before: set[tuple[str, int]]) -> None:
@@ -136,7 +136,7 @@ def _check_attention_weights(fn: Callable[..., Any], before: set[tuple[str, int]
             got = call_learner_code(fn, model, tokens, index)
             _expect_no_hooks(model, "attention_weights(...)", before)
             if has_no_return(fn):
-                missing_return(fn, got, "attention_weights should return the captured weights")
+                missing_return(fn, got, N_("attention_weights should return the captured weights"))
             expect(
                 got is not None,
                 "attention_weights returned None: the layer calls its attention with need_weights=False; "
@@ -207,7 +207,7 @@ def _check_patch_position(fn: Callable[..., Any], before: set[tuple[str, int]]) 
         for layer, position in [(0, 5), (1, 5), (0, 2)]:
             got = call_learner_code(fn, model, clean, corrupt, layer, position)
             _expect_no_hooks(model, "patch_position(...)", before)
-            missing_return(fn, got, "patch_position should return the logits")
+            missing_return(fn, got, N_("patch_position should return the logits"))
             expect(isinstance(got, Tensor), f"patch_position should return the logits, got {type(got).__name__}")
             want = _patched_reference(model, clean, corrupt, layer, position)
             expect(
@@ -249,7 +249,7 @@ def _check_logit_lens(fn: Callable[..., Any], before: set[tuple[str, int]]) -> N
         logits, _, outputs = _layer_outputs(model, tokens)
         got = call_learner_code(fn, model, tokens)
         _expect_no_hooks(model, "logit_lens(...)", before)
-        missing_return(fn, got, "logit_lens should return a list of tensors (one per layer)")
+        missing_return(fn, got, N_("logit_lens should return a list of tensors (one per layer)"))
         expect(
             isinstance(got, (list, tuple)) and all(isinstance(t, Tensor) for t in got),
             f"logit_lens should return a list of tensors (one per layer), got {type(got).__name__}",

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from hookviz.exercises import ExerciseNotSolved, call_learner_code, checker, expect, missing_return, passed
 from hookviz.exercises.nb12 import expect_no_new_global_hooks, global_hook_ids, remove_new_global_hooks
 from hookviz.hooks_table import list_hooks
+from hookviz.i18n import N_
 from hookviz.models import DigitsCNN
 
 __all__ = ["check_true_norm_logger", "check_frozen_gradcam"]
@@ -170,7 +171,7 @@ def _check_frozen_gradcam(
         layer = dict(frozen.named_modules())[layer_name]
         want = _reference_cam(trainable, dict(trainable.named_modules())[layer_name], images, target)
         got = call_learner_code(frozen_gradcam, frozen, layer, images.clone(), target)
-        missing_return(frozen_gradcam, got, "frozen_gradcam should return the map as a tensor")
+        missing_return(frozen_gradcam, got, N_("frozen_gradcam should return the map as a tensor"))
         expect(isinstance(got, Tensor), f"frozen_gradcam should return a tensor, got {type(got).__name__}")
         expect(
             tuple(got.shape) == tuple(want.shape),

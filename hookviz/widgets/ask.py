@@ -15,8 +15,16 @@ from typing import Any
 import ipywidgets as widgets
 
 from hookviz.i18n import get_language, tr
-from hookviz.search import Answers, ask, check_k, check_language
-from hookviz.widgets.common import close_tree, previous_from_same_place, restart_notice, row, widget_bundle
+from hookviz.search import Answers, QuestionIndexError, ask, check_k, check_language, check_question, check_root
+from hookviz.widgets.common import (
+    WIDGET_CLASS,
+    close_tree,
+    previous_from_same_place,
+    restart_notice,
+    row,
+    show_html,
+    widget_bundle,
+)
 
 __all__ = ["AskBox", "AskState"]
 
@@ -37,21 +45,20 @@ class AskState:
     def __init__(self, k: int = 3, language: str | None = None, root: Any = None) -> None:
         self.k = check_k(k)
         self.language = check_language(language)
-        self.root = root
+        self.root = check_root(root)
         self.question = ""
         self.answers: Answers | None = None
         self.error = ""  # why the last question could not be answered (the course is missing), in English
 
     def ask(self, question: str) -> Answers | None:
         """Search the course for ``question``; a blank question clears the answers (``None``) instead."""
-        if not isinstance(question, str):
-            raise TypeError(f"question must be a string (your question in your own words), not {question!r}")
+        check_question(question)
         self.question, self.answers, self.error = question, None, ""
         if not question.strip():
             return None
         try:
             self.answers = ask(question, self.k, self.language, root=self.root)
-        except FileNotFoundError as exc:  # the course's notebooks are not there: say so in the box
+        except (FileNotFoundError, QuestionIndexError) as exc:  # no course there, or a broken index: said in the box
             self.error = str(exc)
         return self.answers
 
@@ -76,6 +83,21 @@ class AskState:
         return f"AskState(question={self.question!r}, answers={len(self.answers)}{top})"
 
 
+class _Results(widgets.Output):
+    """The answers, as an ``Output`` holding their HTML: JupyterLab renders an Output's HTML with the notebook's own
+    renderer, whose link handler opens a link to another notebook inside the running JupyterLab (the link of an
+    ``HTML`` widget would load the whole page again, and every open notebook would lose its outputs). ``value`` is
+    the HTML shown (``""`` for none), as an ``HTML`` widget's would be."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_class("hookviz-answers")
+
+    @property
+    def value(self) -> str:
+        return self.outputs[0]["data"]["text/html"] if self.outputs else ""
+
+
 class AskBox(widgets.VBox):
     """Ask the course a question: type it, press Enter (or *ask*), read the sections that answer it, click one.
 
@@ -86,8 +108,14 @@ class AskBox(widgets.VBox):
     """
 
     def __init__(self, question: str = "", k: int = 3, language: str | None = None, *, state: AskState | None = None):
+        self._hookviz_closed = False  # first: ipywidgets' __del__ calls close() even on a box refused below
+        # Every argument is checked before a widget is made: a refused box leaves nothing open.
+        check_question(question)
+        if state is not None and not isinstance(state, AskState):
+            raise TypeError(tr(
+                f"state must be an AskState (or None, to make one from k and language), not {type(state).__name__}"
+            ))
         self.state = state if state is not None else AskState(k, language)
-        self._hookviz_closed = False
         self.question = widgets.Text(
             value="",
             placeholder=tr("e.g. why does my hook fire twice?"),
@@ -97,8 +125,9 @@ class AskBox(widgets.VBox):
         )
         self.button = widgets.Button(description=tr("ask"), button_style="primary", layout={"width": "auto"})
         self.status = widgets.HTML()
-        self.results = widgets.HTML()
+        self.results = _Results()
         super().__init__([restart_notice(), row(self.question, self.button), self.status, self.results])
+        self.add_class(WIDGET_CLASS)
         self.question.observe(self._typed, names="value")
         self.button.on_click(self._clicked)
         if question:
@@ -128,7 +157,11 @@ class AskBox(widgets.VBox):
             return
         colour = "#b00020" if self.state.error or (self.state.question and self.state.answers is None) else "#333"
         self.status.value = f"<div style='color:{colour};white-space:normal'>{html.escape(self.state.status())}</div>"
-        self.results.value = self.state.to_html()
+        shown = self.state.to_html()
+        if shown:
+            show_html(self.results, shown, self.state.answers.to_text(get_language()))  # type: ignore[union-attr]
+        else:
+            self.results.outputs = ()
 
     def _typed(self, change: dict[str, Any]) -> None:
         self.state.ask(change["new"])
@@ -140,12 +173,14 @@ class AskBox(widgets.VBox):
 
     def close(self) -> None:
         """Close the box and every widget in it, and let go of its state. Safe to call twice."""
-        if self._hookviz_closed:
+        if getattr(self, "_hookviz_closed", False):
             return
         self._hookviz_closed = True
+        if not isinstance(getattr(self, "question", None), widgets.Text):  # refused before a widget was made
+            return
         self.question.unobserve(self._typed, names="value")
         self.button.on_click(self._clicked, remove=True)
-        self.results.value = ""
+        self.results.outputs = ()
         close_tree(self)
         self.__dict__.pop("_repr_mimebundle_", None)  # close() hid the method; a closed box shows its repr
         self.state = None  # type: ignore[assignment]

@@ -24,9 +24,9 @@ from PIL import Image, ImageDraw
 from torch import Tensor, nn
 
 from hookviz.capture import HookGroup
-from hookviz.i18n import CAPTION_SEPARATOR, join_notes, tr, tr_caption
+from hookviz.i18n import CAPTION_SEPARATOR, N_, join_notes, tr, tr_caption
 from hookviz.render import FONT_PX, colorize, figure_text, panel_font, png_bytes
-from hookviz.text import closest_hint
+from hookviz.text import closest_hint, closest_names
 from hookviz.widgets.common import (
     StaticFallback,
     caption_html,
@@ -146,7 +146,7 @@ def capture_attention(
 
     owner = object()
     with (
-        using_model(model, owner, "an AttentionExplorer", "AttentionExplorer"),
+        using_model(model, owner, N_("an AttentionExplorer"), "AttentionExplorer"),
         run_mode(model, False),
         torch.no_grad(),
         HookGroup(model, key=key) as hooks,
@@ -273,11 +273,18 @@ class AttentionState:
         """Change layer, head (an index, or ``None`` for the mean of the heads) or sample; never runs the model."""
         if layer is not None:
             if layer not in self.patterns:
-                raise KeyError(tr(f"no attention layer named {layer!r}{closest_hint(layer, self.layers)}"))
+                close = ", ".join(map(repr, closest_names(layer, self.layers)))
+                raise KeyError(
+                    tr(
+                        f"no attention layer named {layer!r}; closest: {close}"
+                        if close
+                        else f"no attention layer named {layer!r}"
+                    )
+                )
             self.layer = layer
         if head != "keep":
             if head is not None:
-                head = check_int(head, "head", fix="None shows the mean of the heads")
+                head = check_int(head, "head", fix=N_("None shows the mean of the heads"))
             if head is not None and not 0 <= int(head) < self.heads():
                 raise IndexError(
                     tr(f"head {head} does not exist: {self.layer!r} has {self.heads()} heads (0 to {self.heads() - 1})")
@@ -341,16 +348,16 @@ class AttentionState:
 
         In English, as notebooks print it; ``translated=True`` gives it in the current language, part by part
         (:func:`hookviz.i18n.tr_caption`: the widget's caption and repr; the layer name stays as written)."""
-        head = "mean of heads" if self.head is None else f"head {self.head} (heads 0-{self.heads() - 1})"
+        head = "mean of heads" if self.head is None else N_(f"head {self.head} (heads 0-{self.heads() - 1})")
         rows, cols = self.pattern().shape
-        parts = [self.layer, head, f"sample {self.sample}", f"{rows} queries (rows) x {cols} keys (columns)"]
+        parts = [self.layer, head, f"sample {self.sample}", N_(f"{rows} queries (rows) x {cols} keys (columns)")]
         check = self.checks.get(self.layer)
         if check is not None and check.note:
             parts.append(check.note.removeprefix(self.layer + ": "))
         if self.label_source.startswith("positions ("):
             parts.append(f"labels are {self.label_source}")
         if self.not_shown:
-            parts.append(f"not shown: {', '.join(self.not_shown)} (state.not_shown says why)")
+            parts.append(N_(f"not shown: {', '.join(self.not_shown)} (state.not_shown says why)"))
         english = CAPTION_SEPARATOR.join(parts)
         return tr_caption(english) if translated else english
 

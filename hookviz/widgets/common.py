@@ -26,12 +26,14 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from hookviz.i18n import join_notes, tr
+from hookviz.guards import check_int, check_number, run_mode
+from hookviz.i18n import tr
 
 __all__ = [
     "StaticFallback",
     "as_tensor_argument",
     "check_int",
+    "check_number",
     "check_model",
     "close_tree",
     "creation_place",
@@ -41,6 +43,9 @@ __all__ = [
     "previous_from_same_place",
     "run_model",
     "using_model",
+    "in_monitor_step",
+    "monitor_step",
+    "refuse_if_in_use",
     "run_mode",
     "StaticPicture",
     "caption_html",
@@ -112,6 +117,9 @@ def widget_bundle(widget: widgets.Widget, text: str) -> dict[str, Any]:
     return data
 
 
+#: The CSS class of every hookviz widget's outer box: labextension/style/index.css gives it hookviz's Chinese font
+#: as the last fallback (a browser on a computer without a Chinese font would draw boxes).
+WIDGET_CLASS = "hookviz-widget"
 #: The CSS class of the notice a hookviz widget carries for when its kernel is gone.
 RESTART_NOTICE_CLASS = "hookviz-restart-notice"
 #: ipywidgets 8 puts this class on every view whose model lost its kernel connection (a restart, a shutdown,
@@ -162,7 +170,10 @@ class StaticFallback:
         return StaticPicture(self.static_png(), tr(f"static view of {self!r}"))
 
     def _add_restart_notice(self) -> None:
-        """Put a :func:`restart_notice` first in the widget (once), for when its kernel is gone."""
+        """Put a :func:`restart_notice` first in the widget (once), for when its kernel is gone; and mark the widget
+        ``hookviz-widget`` (the course's JupyterLab helper gives such widgets hookviz's Chinese font as a fallback)."""
+        if WIDGET_CLASS not in getattr(self, "_dom_classes", ()):
+            self.add_class(WIDGET_CLASS)  # type: ignore[attr-defined]
         children = getattr(self, "children", None)
         if children is None or any(RESTART_NOTICE_CLASS in getattr(c, "_dom_classes", ()) for c in children):
             return
@@ -244,51 +255,9 @@ def caption_html(text: str) -> str:
     )
 
 
-@contextlib.contextmanager
-def run_mode(model: nn.Module, training: bool) -> Iterator[None]:
-    """Run ``model`` in train or eval mode, then put **every** submodule's own mode back.
-
-    ``model.train(was_training)`` would not do: a model that is training with some parts frozen in
-    eval mode (BatchNorm layers of a fine-tuned backbone, say) would come back with those parts
-    training. cuDNN's RNN kernels refuse backward in eval mode, so while an ``nn.RNNBase`` (LSTM, GRU,
-    RNN) runs on a GPU in eval mode here, cuDNN is switched off (PyTorch's own kernels are used).
-    """
-    modes = [(module, module.training) for module in model.modules()]
-    recurrent_on_gpu = not training and any(
-        isinstance(m, nn.RNNBase) and any(p.is_cuda for p in m.parameters()) for m, _ in modes
-    )
-    cudnn = torch.backends.cudnn.enabled
-    model.train(training)
-    try:
-        if recurrent_on_gpu:
-            torch.backends.cudnn.enabled = False  # only this flag: benchmark/deterministic stay as they are
-        yield
-    finally:
-        torch.backends.cudnn.enabled = cudnn
-        for module, mode in modes:
-            module.training = mode
-
-
 # --------------------------------------------------------------------------- argument checks
-
-
-def check_int(value: Any, name: str, *, minimum: int | None = None, fix: str = "") -> int:
-    """``value`` as an ``int`` when it is a whole number (an ``int`` or a numpy/torch integer), else a clear error.
-
-    ``1.7``, ``"2"`` and ``True`` are refused rather than silently turned into ``1``, ``2`` and ``1``;
-    with ``minimum``, a smaller number is refused too. The message names the argument and the fix.
-    """
-    if isinstance(value, Tensor) and value.numel() == 1 and not value.is_floating_point():
-        value = value.item()
-    def with_fix(message: str) -> str:  # in the learner's language, the fix after the language's separator
-        return join_notes([message, fix] if fix else [message])
-
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(with_fix(f"{name} must be a whole number (an int), not {value!r}"))
-    value = int(value)
-    if minimum is not None and value < minimum:
-        raise ValueError(with_fix(f"{name} must be at least {minimum}, not {value}"))
-    return value
+# check_int and run_mode live in hookviz.guards (below every layer, so that non-widget helpers use them too); they
+# are imported above and stay importable from here.
 
 
 def as_tensor_argument(value: Any, name: str) -> Tensor:
@@ -376,11 +345,11 @@ def _overlapping(model: nn.Module) -> tuple[nn.Module, str, int] | None:
 
 
 def _refusal(who: str, busy: nn.Module, what: str) -> RuntimeError:
-    return RuntimeError(
-        f"{who}: this {type(busy).__name__} is being used by {what}: stop it first "
+    return RuntimeError(tr(
+        f"{who}: this {type(busy).__name__} is being used by {tr(what)}: stop it first "
         "(monitor.stop(), then monitor.state.wait()), or give this tool its own copy of the model "
         "(copy.deepcopy(model))"
-    )
+    ))
 
 
 def claim_model(model: nn.Module, owner: object, what: str, who: str) -> bool:
@@ -405,6 +374,39 @@ def release_model(model: nn.Module, owner: object) -> None:
         held = _BUSY.get(model)
         if held is not None and held[1] == id(owner):
             del _BUSY[model]
+
+
+def refuse_if_in_use(model: nn.Module, who: str) -> None:
+    """Refuse (the same ``RuntimeError`` as :func:`claim_model`) when a hookviz tool uses ``model`` now.
+
+    For a tool that changes the model without running it (``remove_all_hooks``): it claims nothing, but must not
+    pull the hooks out from under a monitor that is training the model.
+    """
+    with _BUSY_LOCK:
+        found = _overlapping(model)
+    if found is not None:
+        raise _refusal(who, found[0], found[1])
+
+
+_STEPPING = threading.local()
+
+
+@contextlib.contextmanager
+def monitor_step() -> Iterator[None]:
+    """Mark this thread as running a monitor's training step (:meth:`MonitorState.run` runs it in the caller's
+    thread, :meth:`~MonitorState.start` in its own): a tool that the step itself calls on the monitor's model (the
+    hook doctor) is part of the training, not another user of the model."""
+    depth = getattr(_STEPPING, "depth", 0)
+    _STEPPING.depth = depth + 1
+    try:
+        yield
+    finally:
+        _STEPPING.depth = depth
+
+
+def in_monitor_step() -> bool:
+    """True while this thread runs a monitor's training step (see :func:`monitor_step`)."""
+    return getattr(_STEPPING, "depth", 0) > 0
 
 
 @contextlib.contextmanager

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from hookviz.capture import HookGroup
+from hookviz.i18n import N_
 from hookviz.text import closest_hint
 from hookviz.widgets.common import run_mode, run_model, using_model
 
@@ -162,9 +163,9 @@ def _decide(name: str, got: dict[str, Any], head_dim: int) -> tuple[Tensor | Non
         causal = pattern_from_qk(got["q"], got["k"], head_dim, got.get("rotary"), causal=True)
     except (RuntimeError, ValueError, IndexError) as exc:
         note = (
-            f"hookviz shows no pattern for {name}: q_proj's and k_proj's outputs "
+            N_(f"hookviz shows no pattern for {name}: q_proj's and k_proj's outputs "
             f"{tuple(got['q'].shape)} and {tuple(got['k'].shape)} do not split into heads of {head_dim} the way "
-            f"Llama's attention does ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+            f"Llama's attention does ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
         )
         return None, PatternCheck(name, None, False, None, note)
     if "v" not in got or "attended" not in got:
@@ -263,7 +264,7 @@ def capture_decoder_attention(
 
     owner = object()
     with (
-        using_model(model, owner, "an AttentionExplorer", "AttentionExplorer"),
+        using_model(model, owner, N_("an AttentionExplorer"), "AttentionExplorer"),
         run_mode(model, False),
         torch.no_grad(),
         HookGroup(model, key=key) as hooks,

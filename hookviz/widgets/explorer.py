@@ -27,7 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from hookviz.capture import capture, iter_tensors, value_at
-from hookviz.i18n import note_separator, tr, tr_joined
+from hookviz.i18n import N_, get_language, note_separator, tr, tr_joined
 from hookviz.render import (
     feature_panel_png,
     figure_text,
@@ -39,7 +39,7 @@ from hookviz.render import (
     use_cjk_font,
 )
 from hookviz.summarize import Histogram, as_numpy, histogram
-from hookviz.text import closest_hint, text_table
+from hookviz.text import closest_names, text_table
 from hookviz.widgets.common import (
     StaticFallback,
     as_tensor_argument,
@@ -130,10 +130,10 @@ def _not_called_note(name: str, modules: dict[str, nn.Module]) -> str:
     module = modules.get(name)
     parent = modules.get(name.rpartition(".")[0]) if name else None
     if isinstance(module, (nn.ModuleList, nn.ModuleDict, nn.ParameterList, nn.ParameterDict)):
-        return f"not called: a {type(module).__name__} only holds modules; its parent calls them one by one"
+        return N_(f"not called: a {type(module).__name__} only holds modules; its parent calls them one by one")
     if isinstance(parent, nn.MultiheadAttention):
-        return "not called: MultiheadAttention uses this layer's weights directly, never calls it"
-    return "not called in this pass (its parent may use its weights directly, or a fused fast path skipped it)"
+        return N_("not called: MultiheadAttention uses this layer's weights directly, never calls it")
+    return N_("not called in this pass (its parent may use its weights directly, or a fused fast path skipped it)")
 
 
 @contextlib.contextmanager
@@ -149,7 +149,7 @@ def _restored(buffers: list[tuple[Tensor, Tensor]]) -> Iterator[None]:
 
 def _batch_note(module: nn.Module | None, shape: tuple[int, ...], n: int) -> str:
     """Why an output cannot be shown per sample: its first dimension is not the batch."""
-    text = f"cannot show: shape {shape} has no batch dimension of {n} first"
+    text = N_(f"cannot show: shape {shape} has no batch dimension of {n} first")
     if getattr(module, "batch_first", True) is False:
         text += f" ({type(module).__name__} has batch_first=False: its outputs are (sequence, batch, ...))"
     return text
@@ -238,7 +238,7 @@ class CapturedPass:
         # In train mode BatchNorm updates its running statistics: they are put back after the pass.
         buffers = [(b, b.clone()) for b in model.buffers()] if train_mode else []
         with (
-            using_model(model, data, "a LayerExplorer", "LayerExplorer"),
+            using_model(model, data, N_("a LayerExplorer"), "LayerExplorer"),
             torch.enable_grad(),  # a call inside torch.no_grad() still gets its gradients
             run_mode(model, train_mode),
             capture(model, layer_names, key=key) as cap,
@@ -267,13 +267,13 @@ class CapturedPass:
                 grad_missing = ""
             elif not wrt:
                 grad_missing = (
-                    "nothing requires grad: every parameter is frozen and the input is not floating-point "
-                    "(integer tokens?), so there is no gradient to take"
+                    N_("nothing requires grad: every parameter is frozen and the input is not floating-point "
+                    "(integer tokens?), so there is no gradient to take")
                 )
             else:
                 grad_missing = (
-                    "the model's output does not depend on anything that requires grad: its forward cuts the "
-                    "graph (a .detach(), a torch.no_grad() block or an integer step such as argmax inside it)"
+                    N_("the model's output does not depend on anything that requires grad: its forward cuts the "
+                    "graph (a .detach(), a torch.no_grad() block or an integer step such as argmax inside it)")
                 )
         n = len(inputs)
         modules = dict(model.named_modules())
@@ -284,12 +284,12 @@ class CapturedPass:
             path, act, note = _first_tensor(record.activations[-1])
             notes = [note] if note else []
             if record.calls > 1:
-                notes.append(f"called {record.calls} times; showing the last call")
+                notes.append(N_(f"called {record.calls} times; showing the last call"))
             if act is None:
                 data.info[name] = LayerInfo(name, record.module_type, None, record.calls, f"cannot show: {note}")
                 continue
             if act.is_complex():
-                why = f"cannot show: complex values ({str(act.dtype).removeprefix('torch.')}); show .abs() or .real"
+                why = N_(f"cannot show: complex values ({str(act.dtype).removeprefix('torch.')}); show .abs() or .real")
                 data.info[name] = LayerInfo(name, record.module_type, None, record.calls, why)
                 continue
             if act.ndim == 0 or act.shape[0] != n:
@@ -297,14 +297,14 @@ class CapturedPass:
                 data.info[name] = LayerInfo(name, record.module_type, None, record.calls, "; ".join([why, *notes]))
                 continue
             if getattr(modules.get(name), "batch_first", True) is False:
-                notes.append("batch_first=False: dimension 0 may be the sequence, not the sample")
+                notes.append(N_("batch_first=False: dimension 0 may be the sequence, not the sample"))
             data.activations[name] = as_numpy(act)
             grad = value_at(record.gradients[-1], path)  # the gradient of the very tensor shown
             if isinstance(grad, Tensor) and tuple(grad.shape) == tuple(act.shape):
                 data.gradients[name] = as_numpy(grad)
             else:
                 data.gradients[name] = None
-                data.grad_notes[name] = grad_missing or "; ".join(record.notes) or "no gradient reached this layer"
+                data.grad_notes[name] = grad_missing or "; ".join(record.notes) or N_("no gradient reached this layer")
             data.info[name] = LayerInfo(name, record.module_type, tuple(act.shape[1:]), record.calls, "; ".join(notes))
         return data
 
@@ -479,7 +479,14 @@ class ExplorerState:
                     f"the layer list shows it once, as {first!r}: choose {first!r}"
                 )
             )
-        raise KeyError(tr(f"no layer named {name!r} in {type(self.model).__name__}{closest_hint(name, self.layers)}"))
+        close, owner = ", ".join(map(repr, closest_names(name, self.layers))), type(self.model).__name__
+        raise KeyError(
+            tr(
+                f"no layer named {name!r} in {owner}; closest: {close}"
+                if close
+                else f"no layer named {name!r} in {owner}"
+            )
+        )
 
     # ------------------------------------------------------------------------------- the cursor
     def select(
@@ -506,7 +513,8 @@ class ExplorerState:
                 raise ValueError(tr(f"order must be 'index' or 'topk', not {order!r}"))
             self.order = order
         if page is not None:
-            page = check_int(page, "page")
+            page = check_int(page, "page", minimum=0,
+                             fix="pages are counted from 0 here (the widget shows them from 1)")
             if not 0 <= int(page) < self.pages:
                 raise IndexError(
                     tr(f"page {int(page) + 1} does not exist: layer {self.layer!r} has {self.pages} page(s)")
@@ -621,8 +629,8 @@ class ExplorerState:
                 classes = self.n_outputs is not None and values.shape[-1] == self.n_outputs and self.is_output_layer
                 png = heatmap_panel_png(
                     values,
-                    row_label="position",
-                    col_label="class" if classes else "feature",
+                    row_label=N_("position"),
+                    col_label=N_("class") if classes else N_("feature"),
                     title=title,
                     image=self.input_image(),
                     image_caption=figure_text(label),
@@ -696,12 +704,12 @@ class ExplorerState:
         notes = []
         nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
         if nan or inf:
-            notes.append(f"{nan} NaN and {inf} Inf values (magenta)")
+            notes.append(N_(f"{nan} NaN and {inf} Inf values (magenta)"))
         finite = a[np.isfinite(a)]
         if finite.size and not finite.any():
-            notes.append("all values are 0 (a dead layer for this sample?)")
+            notes.append(N_("all values are 0 (a dead layer for this sample?)"))
         elif finite.size and finite.min() == finite.max():
-            notes.append(f"all values equal {finite.min():.4g}")
+            notes.append(N_(f"all values equal {finite.min():.4g}"))
         return notes
 
     def describe(self) -> dict[str, Any]:
@@ -743,7 +751,9 @@ class ExplorerState:
         caption, :func:`hookviz.i18n.tr`): layer names, types and shapes stay as written."""
         t = tr if translated else str
         d = self.describe()
-        label = "" if d["label"] is None else f"（{t(self.label_text())}）" if translated else f" ({self.label_text()})"
+        # full-width brackets in Chinese only: an English caption keeps " (label 6)", even when shown by the widget
+        wide = translated and get_language() != "en"
+        label = "" if d["label"] is None else f"（{t(self.label_text())}）" if wide else f" ({t(self.label_text())})"
         if self.kind == "maps":
             shown, total = list(d["shown"]), d["channels"]
             listed = ", ".join(map(str, shown[:6])) + (", …" if len(shown) > 6 else "")
@@ -751,29 +761,34 @@ class ExplorerState:
                 count = f"all {total}" if len(shown) == total else f"{len(shown)} of {total}"
                 what = t(f"{count} channels, largest mean first: {listed}")
             elif shown and shown == list(range(shown[0], shown[0] + len(shown))):
-                what = f"all {total} channels" if len(shown) == total else f"channels {shown[0]}-{shown[-1]} of {total}"
+                what = (
+                    N_(f"all {total} channels")
+                    if len(shown) == total
+                    else N_(f"channels {shown[0]}-{shown[-1]} of {total}")
+                )
                 what = t(what)
             else:
-                what = t(f"channels {listed} of {total}")
+                what = t(N_(f"channels {listed} of {total}"))
             what += " · " + t(f"page {d['page']} ({'top-k by mean' if self.order == 'topk' else 'by index'})")
         elif self.kind == "sequence":
             what = t(f"{d['shown']} as a heat map (a row per position)")
         else:
-            what = t(f"{d['channels']} values as a heat strip")
+            what = t(N_(f"{d['channels']} values as a heat strip"))
         sample = t(f"sample {d['sample']}")
         text = f"{d['layer']} · {d['type']} · {d['shape']} · {sample}{label} · {what}"
         if d["range"] is not None:
-            text += " · " + t(f"range [{d['range'][0]:.3g}, {d['range'][1]:.3g}]")
+            text += " · " + t(N_(f"range [{d['range'][0]:.3g}, {d['range'][1]:.3g}]"))
         if d["notes"]:
             notes = [tr_joined(note) for note in d["notes"]] if translated else d["notes"]
             text += " · " + (note_separator() if translated else "; ").join(notes)
         return text
 
     def layer_table(self) -> str:
-        """The layer picker's content as a text table (name, type, per-sample output shape, notes)."""
+        """The layer picker's content as a text table (name, type, per-sample output shape, notes); headers and notes
+        in the learner's language."""
         return text_table(
-            ("layer", "type", "output shape", "note"),
-            [(i.name, i.type, str(i.shape) if i.shape else "-", i.note) for i in self.info.values()],
+            (tr("layer"), tr("type"), tr("output shape"), tr("note")),
+            [(i.name, i.type, str(i.shape) if i.shape else "-", tr_joined(i.note)) for i in self.info.values()],
         )
 
     def __repr__(self) -> str:

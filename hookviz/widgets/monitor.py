@@ -17,6 +17,8 @@ lock; "stop" and "idle" are :class:`threading.Event` objects, never polled flags
 
 from __future__ import annotations
 
+import inspect
+import os
 import threading
 import time
 import weakref
@@ -60,14 +62,17 @@ from hookviz.summarize import (
     pad_samples,
     sample_stats,
 )
+from hookviz.text import closest_names
 from hookviz.widgets.common import (
     StaticFallback,
     as_tensor_argument,
     caption_html,
     check_int,
     check_model,
+    check_number,
     claim_model,
     creation_place,
+    monitor_step,
     previous_from_same_place,
     release_model,
     row,
@@ -75,6 +80,7 @@ from hookviz.widgets.common import (
     show_png,
     show_text,
 )
+from hookviz.widgets.timeline import refuse_inference_mode
 
 __all__ = [
     "MONITOR_KEY",
@@ -373,7 +379,8 @@ class MonitorState:
         self._idle.set()
         self._looping = False
         place = creation_place()
-        self._what = f"a monitor that trains it (made at line {place[2]} of {place[0]})"
+        where = place[0] if place[0].startswith("<") else os.path.basename(place[0])  # a cell, or a file's name
+        self._what = f"a monitor that trains it (made at line {place[2]} of {where})"
         # The monitor made by an earlier run of the same cell (whatever its model), and the last one on this model
         # with this key, stop: re-running a cell never piles up trainings.
         rerun = previous_from_same_place("MonitorState", self, outside_ipython=True)
@@ -413,6 +420,7 @@ class MonitorState:
         ``on_update`` (a background thread has no cell to raise into).
         """
         steps = check_int(steps, "steps", minimum=0)
+        interval = check_number(interval, "interval", minimum=0)
         with self._lock:
             self._claim()
             self.last_error = None
@@ -442,9 +450,12 @@ class MonitorState:
         counted, :attr:`last_error` says what stopped it) and is raised again.
         """
         steps = check_int(steps, "steps", minimum=0)
+        interval = check_number(interval, "interval", minimum=0)
+        refuse_inference_mode("MonitorState.run()")  # start()'s thread is never in inference mode either
         with self._lock:
             self._claim()
-        self._run_claimed(steps, on_update, interval, False)
+        with torch.enable_grad():  # as in start()'s own thread: torch.no_grad() around the call changes nothing
+            self._run_claimed(steps, on_update, interval, False)
         return self
 
     def _run_claimed(
@@ -600,10 +611,13 @@ class MonitorState:
     def _one_step(self) -> Any:
         """Run the user's step once: ``step_fn()``, or ``step_fn(next batch)`` when ``data`` was given."""
         if self.data is None:
-            return self.step_fn()
+            with monitor_step():
+                return self.step_fn()
         if self._batches is None:
             self._batches = _cycle(self.data)
-        return self.step_fn(next(self._batches))
+        batch = next(self._batches)
+        with monitor_step():
+            return self.step_fn(batch)
 
     def _update(self, on_update: Callable[[MonitorState], None]) -> None:
         # The training capture may still be on: the probe's (gradient-free) call lands in its records
@@ -972,6 +986,22 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
         **kwargs: Any,
     ) -> None:
         state = kwargs.pop("state", None)
+        # Every argument is checked before anything is made: a refused monitor leaves no widget open.
+        known = [n for n in inspect.signature(MonitorState.__init__).parameters if n not in ("self", "model")]
+        for name in kwargs:
+            if name not in known:
+                close = ", ".join(map(repr, closest_names(name, [*known, "steps", "interval", "charts_every"])))
+                message = f"TrainingMonitor has no argument {name!r}"
+                raise TypeError(tr(f"{message}; closest: {close}" if close else message))
+        steps = check_int(steps, "steps", minimum=1, fix="how many steps the Train button runs, e.g. 1000")
+        interval = check_number(interval, "interval", minimum=0, fix="seconds between two live redraws, e.g. 0.2")
+        charts_every = check_number(charts_every, "charts_every", minimum=0,
+                                    fix="seconds between two redraws of the charts, e.g. 3.0")
+        if state is not None and not isinstance(state, MonitorState):
+            raise TypeError(tr(
+                f"state must be a MonitorState (or None, to make one from model and step_fn), not "
+                f"{type(state).__name__}"
+            ))
         if state is None:
             if model is None:
                 raise ValueError("pass a model (and a step_fn, or it trains on the bundled digits)")
@@ -1041,7 +1071,7 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
     def _release(self) -> None:
         """Stop training and wait for it (and for a chart being drawn) before the widget is closed."""
         state = getattr(self, "state", None)  # None too for a widget whose __init__ failed
-        if state is not None:
+        if isinstance(state, MonitorState):
             state.stop()
             state.wait(timeout=STOP_TIMEOUT)
         if hasattr(self, "_chart_thread"):

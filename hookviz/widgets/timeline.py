@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from hookviz.capture import HookGroup, iter_tensors
 from hookviz.catalogue import HOOK_KINDS as CATALOGUE
 from hookviz.catalogue import hook_kind
-from hookviz.i18n import tr
+from hookviz.i18n import N_, tr
 from hookviz.render import figure_png, timeline_figure
 from hookviz.text import closest_hint, text_table
 from hookviz.widgets.common import (
@@ -103,11 +103,11 @@ def refuse_inference_mode(who: str) -> None:
     cannot, and its tensors can never require grad.
     """
     if torch.is_inference_mode_enabled():
-        raise RuntimeError(
+        raise RuntimeError(tr(
             f"{who}: called inside torch.inference_mode(), where no gradient can be computed and no backward "
             f"hook can fire (torch.enable_grad() cannot lift it); call it outside `torch.inference_mode()` "
             "(torch.no_grad() is fine: the tool takes its own gradients)"
-        )
+        ))
 
 
 def initialise_lazy(model: nn.Module, inputs: Any, who: str) -> None:
@@ -207,7 +207,7 @@ class TimelineState:
         self.events = []
         model = self.model
         # Claimed first: nothing of a model another tool is training is touched before the refusal.
-        with using_model(model, self, "a HookTimeline", "HookTimeline"), torch.enable_grad():
+        with using_model(model, self, N_("a HookTimeline"), "HookTimeline"), torch.enable_grad():
             initialise_lazy(model, self.inputs, "HookTimeline")
             self._run(model)
         return self.events
@@ -250,13 +250,13 @@ class TimelineState:
                 x = self.inputs.detach().clone()
                 if self.input_requires_grad and (x.is_floating_point() or x.is_complex()):
                     x.requires_grad_(True)
-                    hooks.register(x, "tensor", lambda g: self._log("tensor", "input x"))
+                    hooks.register(x, "tensor", lambda g: self._log("tensor", N_("input x")))
                 trainable = any(p.requires_grad for p in model.parameters())
                 self._grad_source = "the input" if x.requires_grad else "a parameter" if trainable else ""
                 self._phase = "forward"
                 out = run_model(model, x, "HookTimeline")
                 if isinstance(out, Tensor) and out.requires_grad:
-                    hooks.register(out, "tensor", lambda g: self._log("tensor", "model output"))
+                    hooks.register(out, "tensor", lambda g: self._log("tensor", N_("model output")))
                 loss = self._loss(out)
                 hooks.register(loss, "tensor", lambda g: self._log("tensor", "loss"))
                 self._phase = "backward"
@@ -337,17 +337,20 @@ class TimelineState:
         """Every place the timeline attaches a hook to (whether or not it fired): modules, parameters, tensors."""
         modules = list(self._names().values())
         params = [f"param:{name}" for name, _ in self.model.named_parameters()]
-        return [*modules, *params, "input x", "model output", "loss", *self.places()]
+        return [*modules, *params, N_("input x"), N_("model output"), "loss", *self.places()]
 
     def places(self) -> list[str]:
         """Every place a hook fired, in first-firing order."""
         return list(dict.fromkeys(e.where for e in self.events))
 
     def table(self, events: Sequence[HookEvent] | None = None) -> str:
-        """Events as a text table: order, phase, kind, where."""
+        """Events as a text table: order, phase, kind, where (headers, phases and the named places such as
+        ``input x`` in the learner's language; kinds, module and parameter names as written)."""
         events = self.events if events is None else events
         return text_table(
-            ("#", "phase", "kind", "where"), [(e.order, e.phase, e.kind, e.where) for e in events], rule=False
+            ("#", tr("phase"), tr("kind"), tr("where")),
+            [(e.order, tr(e.phase), e.kind, tr(e.where)) for e in events],
+            rule=False,
         )
 
     def html_table(self, events: Sequence[HookEvent]) -> str:

@@ -18,6 +18,10 @@ git clone --depth 1 --branch "${TAG}" https://github.com/hookviz/hookviz "${COUR
 "${USER_PY}" -m pip install -e "${COURSE}" nbgitpuller==1.3.0
 "${USER_PY}" -c "import torch, hookviz; assert not torch.version.cuda, torch.__version__; print('course env ok:', torch.__version__)"
 
+# 2b. A font that draws Chinese (the Chinese edition; binder/apt.txt installs the same one in the Binder and hub
+#     images), so that a browser on this server and hookviz.check_setup() find one.
+apt-get install -y --no-install-recommends fonts-wqy-microhei
+
 # 3. One torch thread per kernel (as binder/start does) and every learner allowed to log in with the
 #    password, through TLJH's jupyterhub_config.d.
 install -D -m 644 "$(dirname "$0")/tljh_hookviz_config.py" /opt/tljh/config/jupyterhub_config.d/hookviz.py
@@ -25,6 +29,11 @@ install -D -m 644 "$(dirname "$0")/tljh_hookviz_config.py" /opt/tljh/config/jupy
 # 4. The course's JupyterLab defaults, as on Binder and with `make lab` (binder/postBuild says why): widget
 #    state saved with the notebook, no news pop-up, and closing a notebook's tab shuts its kernel down.
 install -D -m 644 "${COURSE}/binder/overrides.json" /opt/tljh/user/share/jupyter/lab/settings/overrides.json
+
+# 4b. hookviz's JupyterLab helper (links to a section of another notebook open at that section; the widgets draw
+#     Chinese with hookviz's font), as binder/postBuild and `make lab` link it.
+mkdir -p /opt/tljh/user/share/jupyter/labextensions
+ln -sfn "${COURSE}/hookviz/labextension" /opt/tljh/user/share/jupyter/labextensions/hookviz-lab
 
 # 5. Login with one workshop password, per-learner limits, JupyterLab, and an idle culler that outlasts
 #    the breaks (TLJH's default timeout was 600 s in older releases: a 10-minute break would end sessions).

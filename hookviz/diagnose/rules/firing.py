@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
@@ -50,37 +50,33 @@ class ModuleCalledTwice(Rule):
     summary = N_("a module that carries hooks is called more than once in one forward, and its hooks keep one record")
 
     def stored(self, run: Run) -> None:
-        """Evidence: the hooks fired on every call but wrote fewer records than they fired (dict entries added or
-        replaced, list items added): each call overwrote the last, as a dict keyed by module or by name does. Hooks
-        that wrote a record per call, or none that can be seen, get a note."""
+        """A hooked module called twice is the clinic's mistake 16 unless the evidence shows that its hooks keep one
+        record per call (a list that grew by one item a call): a note then. When a later call wrote the same record
+        (dict entry) as an earlier one, or nothing they keep can be seen, a warning."""
         if run.main.forward_error is not None:
             return
-        global_sites = [s for s in run.sites if s.is_global and s.role in ("forward", "forward_pre")]
+        roles = ("forward", "forward_pre", "backward", "backward_pre")
+        global_sites = [s for s in run.sites if s.is_global and s.role in roles]
         for key, count in run.forward_calls.items():
             if count < 2:
                 continue
             module = run.modules[key]
-            own = [s for s in run.module_sites(module) if not s.pytorch_owned and s.role in ("forward", "forward_pre")]
+            own = [s for s in run.module_sites(module) if not s.pytorch_owned and s.role in roles]
             sites = own or global_sites
             if not sites:
                 continue  # a reused module without hooks (one ReLU for every block) is fine
-            written = sum(code.records_written(run.records_before.get(id(s), {})) for s in sites)
-            fired = sum(s.calls - s.calls_in_backward for s in sites)
+            calls = [c for c in run.main.calls if c.site in sites]
+            if not own:  # a global hook: only its calls for this module
+                calls = [c for c in calls if c.args and c.args[0] is module]
+            seen: set[tuple[int, Any]] = set()
+            overwritten = False
+            for call in calls:
+                keys = {k for k in call.written if k[1] is not None}
+                overwritten |= bool(keys & seen)
+                seen |= keys
+            per_call = bool(calls) and all(any(k[1] is None for k in c.written) for c in calls) and not overwritten
             name, kind = run.names[key], type(module).__name__
-            if 0 < written < fired:
-                message = (
-                    N_(
-                        f"{name} ({kind}) is called {count} times in one forward: its hooks fire on every call, and a "
-                        "record keyed by module keeps only the last call's."
-                    )
-                    if own
-                    else N_(
-                        f"{name} ({kind}) is called {count} times in one forward: the global hooks fire for it on "
-                        "every call, and a record keyed by module keeps only the last call's."
-                    )
-                )
-                self.report(run, name, message)
-            else:
+            if per_call:
                 self.report(
                     run,
                     name,
@@ -90,6 +86,19 @@ class ModuleCalledTwice(Rule):
                     ),
                     severity="info",
                 )
+                continue
+            message = (
+                N_(
+                    f"{name} ({kind}) is called {count} times in one forward: its hooks fire on every call, and a "
+                    "record keyed by module keeps only the last call's."
+                )
+                if own
+                else N_(
+                    f"{name} ({kind}) is called {count} times in one forward: the global hooks fire for it on "
+                    "every call, and a record keyed by module keeps only the last call's."
+                )
+            )
+            self.report(run, name, message)
 
 
 @rule
