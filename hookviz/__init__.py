@@ -12,6 +12,7 @@ answer a question typed in your own words.
 
 from hookviz import (
     catalogue,
+    diagnose,  # the package, callable: hookviz.diagnose(model, inputs) runs diagnose.diagnose()
     doctor,  # the module, callable: hookviz.doctor() runs check_setup()
     releases,
 )
@@ -26,7 +27,7 @@ from hookviz.capture import (
     resolve_layers,
 )
 from hookviz.data import load_digits
-from hookviz.diagnose import Diagnosis, DiagnosisError, Finding, diagnose
+from hookviz.diagnose import Diagnosis, DiagnosisError, Finding
 from hookviz.doctor import check_setup, environment_report
 from hookviz.hooks_table import HookTable, list_hooks, remove_all_hooks
 from hookviz.i18n import N_, N_name, get_language, ljust, set_language, tr

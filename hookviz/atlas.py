@@ -52,6 +52,7 @@ import torch
 from torch import nn
 
 from hookviz.catalogue import HOOK_KINDS, hook_kind
+from hookviz.guards import check_int, shown
 from hookviz.i18n import get_language, tr, translate
 from hookviz.text import closest_hint
 
@@ -104,6 +105,7 @@ def summarize(value: Any, depth: int = 0) -> str:
     Tensors show their shape (and dtype unless float32), containers are opened two levels deep, and
     everything else shows its type name, or its value for small numbers, strings and booleans.
     """
+    depth = check_int(depth, "depth", minimum=0)
     if isinstance(value, torch.Tensor):
         dtype = "" if value.dtype == torch.float32 else f" {str(value.dtype).replace('torch.', '')}"
         kind = "Parameter" if isinstance(value, nn.Parameter) else "Tensor"
@@ -892,6 +894,8 @@ GENERIC_SITUATIONS: tuple[Situation, ...] = (
 
 def situations(rig: Rig | None = None) -> list[Situation]:
     """The situations that apply to ``rig`` (all of them when ``rig`` is ``None``)."""
+    if rig is not None and not isinstance(rig, Rig):
+        raise TypeError(tr(f"situations: rig must be a Rig (rig_for(kind) makes one) or None, not {shown(rig)}"))
     return [s for s in GENERIC_SITUATIONS if rig is None or s.applies(rig)]
 
 
@@ -1249,6 +1253,13 @@ def teaching_links(extra: dict[tuple[str, str], str] | None = None) -> dict[tupl
     links = {key: "{}.ipynb#{}".format(*target.split("#")) for key, target in TAUGHT.items()}
     links.update({key: "{}.ipynb#{}".format(*target.split("#")) for key, target in TAUGHT_HERE.items()
                   if key not in TAUGHT})
+    for key, link in (extra or {}).items():
+        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key)):
+            raise TypeError(tr(f"teaching_links: extra's keys must be (kind, situation) pairs of strings, "
+                               f"such as ('forward', 'plain'), not {shown(key)}"))
+        if not isinstance(link, str):
+            raise TypeError(tr(f"teaching_links: extra[{key!r}] must be a link 'notebook.ipynb#anchor', "
+                               f"not {shown(link)}"))
     links.update(extra or {})
     return links
 
@@ -1256,6 +1267,9 @@ def teaching_links(extra: dict[tuple[str, str], str] | None = None) -> dict[tupl
 # ---------------------------------------------------------------------------------------------- snapshots
 def entries_by_key(entries: list[Entry]) -> dict[tuple[str, str], Entry]:
     """The entries keyed by (kind, situation)."""
+    if not isinstance(entries, (list, tuple)) or not all(isinstance(e, Entry) for e in entries):
+        raise TypeError(tr(f"entries_by_key: entries must be a list of Entry (what load_snapshot(version) or "
+                           f"run_atlas() returns), not {shown(entries)}"))
     return {e.key: e for e in entries}
 
 

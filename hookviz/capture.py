@@ -16,6 +16,7 @@ Two entry points:
 from __future__ import annotations
 
 import operator
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
 from hookviz.catalogue import HookKind, hook_kind
+from hookviz.guards import check_module, shown
 from hookviz.i18n import N_, tr
 from hookviz.text import closest_hint, closest_names
 
@@ -192,6 +194,7 @@ class HookGroup:
 
 def remove_key(owner: nn.Module, key: str) -> int:
     """Remove every hook registered on ``owner`` under ``key``; return how many were removed."""
+    check_module(owner, "owner")
     group = _REGISTRY.get(owner, {}).get(key)
     return group.remove() if group is not None else 0
 
@@ -205,6 +208,7 @@ def forget_model(model: nn.Module) -> None:
 
 def registered_keys(owner: nn.Module) -> dict[str, int]:
     """Keys that hookviz currently holds hooks for on ``owner``, with the number of hooks each."""
+    check_module(owner, "owner")
     return {key: len(group.handles) for key, group in _REGISTRY.get(owner, {}).items()}
 
 
@@ -325,22 +329,36 @@ def iter_tensors(value: Any) -> Iterator[tuple[tuple[int | str, ...], Tensor]]:
     """Yield ``(path, tensor)`` for every tensor inside nested tuples / lists / dicts, in order.
 
     ``path`` is the sequence of indices / keys that leads to the tensor (``()`` for a bare tensor);
-    :func:`value_at` follows it in a captured activation or gradient.
+    :func:`value_at` follows it in a captured activation or gradient. A container that holds itself (a list
+    appended to itself) is refused, naming ``value``, instead of being walked forever.
     """
+    return _iter_tensors(value, set())
+
+
+def _iter_tensors(value: Any, open_: set[int]) -> Iterator[tuple[tuple[int | str, ...], Tensor]]:
+    """:func:`iter_tensors`; ``open_`` holds the ids of the containers being walked (the way down to ``value``)."""
     if isinstance(value, Tensor):
         yield (), value
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            for path, t in iter_tensors(v):
-                yield (i, *path), t
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            for path, t in iter_tensors(v):
+        return
+    if not isinstance(value, (tuple, list, dict)):
+        return
+    if id(value) in open_:
+        raise ValueError(tr(f"value holds itself (a {type(value).__name__} inside itself): iter_tensors cannot walk "
+                            "it; pass a value without the loop"))
+    open_.add(id(value))
+    try:
+        for k, v in (value.items() if isinstance(value, dict) else enumerate(value)):
+            for path, t in _iter_tensors(v, open_):
                 yield (k, *path), t
+    finally:
+        open_.discard(id(value))
 
 
 def value_at(value: Any, path: tuple[int | str, ...]) -> Any:
     """The entry of a nested tuple / list / dict at ``path`` (from :func:`iter_tensors`), or None if absent."""
+    if not isinstance(path, (tuple, list)):
+        raise TypeError(tr(f"value_at: path must be a tuple of indices and keys (what iter_tensors yields), "
+                           f"not {shown(path)}"))
     for step in path:
         try:
             value = value[step]
@@ -438,6 +456,9 @@ class Capture:
             model(x).sum().backward()
         cap.activation("features.0")   # last call's output, detached, on CPU
         cap.gradient("features.0")     # d(loss)/d(output) of that call
+
+    ``thread``: record only the calls made in the thread of that ``threading.get_ident()`` (a training monitor's
+    loop: another thread running the model meanwhile is not one of its steps); ``None``, the default: every call.
     """
 
     def __init__(
@@ -449,9 +470,11 @@ class Capture:
         key: str | None = None,
         copy: bool = True,
         reduce: Callable[[Tensor], Any] | None = None,
+        thread: int | None = None,
     ) -> None:
         self.model = model
         self.reduce = reduce
+        self.thread = thread
         self.layers = layers
         self.grads = grads
         self.copy = copy
@@ -526,9 +549,11 @@ class Capture:
         record = self.records[name]
 
         activations, gradients, order = record.activations, record.gradients, self.forward_order
-        keep, make_grad_hook = self._keep, self._make_grad_hook
+        keep, make_grad_hook, only, get_ident = self._keep, self._make_grad_hook, self.thread, threading.get_ident
 
         def forward_hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+            if only is not None and get_ident() != only:
+                return
             call = len(activations)
             if isinstance(output, Tensor):  # the common case, kept short: it runs for every layer of every step
                 activations.append(keep(output))

@@ -22,6 +22,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from hookviz.guards import check_flag, check_strings
 from hookviz.i18n import N_, tr
 from hookviz.text import closest_hint, text_table
 
@@ -399,6 +400,9 @@ def kinds(
         raise ValueError(f"unknown target {target!r}{closest_hint(target, TARGETS)}; choose from {list(TARGETS)}")
     if phase is not None and phase not in PHASES:
         raise ValueError(f"unknown phase {phase!r}{closest_hint(phase, PHASES)}; choose from {list(PHASES)}")
+    if deprecated is not None:
+        deprecated = check_flag(deprecated, "deprecated",
+                                fix=N_("True keeps only the legacy kinds, False leaves them out, None keeps all"))
     return [
         k
         for k in _ALL
@@ -417,6 +421,7 @@ def catalogue_table(
     ``"deprecated"`` or ``""`` and ``returns_handle`` as ``"handle"`` or ``""``.
     """
     known = set(HookKind.__dataclass_fields__) | {"method", "owner", "is_global", "inspectable"}
+    columns = check_strings(columns, "columns", fix=N_("e.g. columns=('name', 'register', 'phase')"))
     for column in columns:
         if column not in known:
             raise ValueError(f"unknown column {column!r}{closest_hint(column, known)}")

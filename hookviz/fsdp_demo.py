@@ -25,6 +25,8 @@ import torch
 from torch import Tensor, nn
 
 from hookviz.ddp_demo import FORKSERVER_PRELOAD, _checked_start_method, run_probe_workers
+from hookviz.guards import check_int, check_seed
+from hookviz.i18n import N_
 
 __all__ = ["FSDP_PROBE_PLACES", "local_gradients", "probe_batch", "probe_model", "run_fsdp_hook_probe"]
 
@@ -40,13 +42,14 @@ def probe_model(seed: int = 0) -> nn.Sequential:
 
     The first layer's weight has 6 rows, so two ranks hold 3 rows each.
     """
-    torch.manual_seed(seed)
+    torch.manual_seed(check_seed(seed))
     return nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 2))
 
 
 def probe_batch(batch_size: int = 8, seed: int = 1) -> Tensor:
     """The probe's batch: ``batch_size`` random rows of 4 features (the same for the same ``seed``)."""
-    generator = torch.Generator().manual_seed(seed)
+    batch_size = check_int(batch_size, "batch_size", minimum=1, fix=N_("rows of the batch, e.g. 8"))
+    generator = torch.Generator().manual_seed(check_seed(seed))
     return torch.randn(batch_size, 4, generator=generator)
 
 

@@ -27,6 +27,8 @@ from torch import nn
 
 from hookviz.capture import forget_model
 from hookviz.catalogue import HookKind, kinds
+from hookviz.guards import check_flag, check_int, shown
+from hookviz.i18n import tr
 from hookviz.text import text_table
 
 __all__ = [
@@ -134,6 +136,17 @@ class HookTable(list[HookRow]):
 
     columns = ("where", "kind", "hook", "flags")
 
+    def __init__(self, rows: Any = ()) -> None:
+        if isinstance(rows, (str, bytes)):
+            raise TypeError(tr(f"HookTable: rows must be a list of HookRow (list_hooks(model) makes the table), "
+                               f"not {shown(rows)}"))
+        rows = list(rows)
+        for row in rows:
+            if not isinstance(row, HookRow):
+                raise TypeError(tr(f"HookTable: rows must be HookRow objects (list_hooks(model) makes the table); "
+                                   f"one row is {shown(row)}"))
+        super().__init__(rows)
+
     def _cells(self) -> list[tuple[str, ...]]:
         return [(r.where, r.kind, r.hook, r.flags) for r in self]
 
@@ -164,6 +177,7 @@ class HookTable(list[HookRow]):
 
 def list_global_hooks(*, optimizer: bool = True) -> HookTable:
     """The hooks that fire for every module (``<global>``) and, with ``optimizer``, every optimizer step."""
+    optimizer = check_flag(optimizer, "optimizer")
     table = HookTable()
     for kind in kinds(target="global module"):
         table += _rows("<global>", None, kind, _GLOBAL_EXTRAS.get(kind.name, ()))
@@ -257,6 +271,9 @@ class RemovedHooks(int):
     kept: HookTable
 
     def __new__(cls, removed: int, kept: HookTable) -> RemovedHooks:
+        removed = check_int(removed, "removed", minimum=0)
+        if not isinstance(kept, HookTable):
+            raise TypeError(tr(f"RemovedHooks: kept must be a HookTable (the hooks left in place), not {shown(kept)}"))
         value = super().__new__(cls, removed)
         value.kept = kept
         return value

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import operator
 import os
 import re
 import string
@@ -60,6 +61,10 @@ CONTEXT_NAME = "name"
 #: exception a notebook prints after its own words, a static picture's text).
 STORED_OUTPUT_FLAG = "stored-output"
 
+#: The longest text :func:`translate`, :func:`tr_joined` and :func:`tr_caption` (so :func:`tr`) look up: a longer
+#: one (a pasted log, a whole file) is no message of the catalogue and comes back as it is, at once. The longest
+#: English message is under 500 characters; this leaves room for long computed parts (a layer's name, a value).
+MAX_TRANSLATED = 10_000
 _chosen: str | None = None
 _listeners: list[Callable[[str], None]] = []
 
@@ -70,7 +75,7 @@ def N_(text: str) -> str:  # noqa: N802 - gettext's name for "mark, translate la
     For a message built in one place and shown in another (a note a state object keeps in English, an entry of a
     table of messages): the extractor finds it here, :func:`tr` translates it where it is shown.
     """
-    return text
+    return text if isinstance(text, str) else _check_text(text)
 
 
 def N_name(text: str) -> str:  # noqa: N802
@@ -79,19 +84,50 @@ def N_name(text: str) -> str:  # noqa: N802
     When a message's ``{}`` field holds exactly this text, :func:`translate` puts in its translation from the
     catalogue's ``name`` context.
     """
-    return text
+    return text if isinstance(text, str) else _check_text(text)
+
+
+# This module's own arguments are checked here, with the messages of hookviz.guards (check_str, check_int,
+# check_strings: the same catalogue entries); hookviz.guards imports this module, which imports nothing from hookviz.
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for a message (as :func:`hookviz.guards.shown`)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_text(value: object, name: str = "text", fix: str = "") -> str:
+    """``value`` when it is a string, else the ``TypeError`` of :func:`hookviz.guards.check_str`, naming ``name``."""
+    if isinstance(value, str):
+        return value
+    raise TypeError(join_notes([N_(f"{name} must be a string, not {_shown(value)}"), *([fix] if fix else [])]))
 
 
 def _normalise(language: str) -> str:
-    """``"zh"``, ``"zh-CN"``, ``"zh_CN.UTF-8"``, ``"ZH"`` → ``"zh"``; raise ``ValueError`` for an unknown one."""
-    code = re.split(r"[-_.@]", language.strip().lower(), maxsplit=1)[0]
-    if code not in LANGUAGES:
-        raise ValueError(f"unknown language {language!r}; hookviz speaks {', '.join(LANGUAGES)}")
+    """``"zh"``, ``"zh-CN"``, ``"zh_CN.UTF-8"``, ``"ZH"`` → ``"zh"``; raise ``ValueError`` for an unknown one
+    (``TypeError`` for one that is not a string)."""
+    if type(language) is str and language in LANGUAGES:  # the common case, kept short: every translation asks
+        return language
+    _check_text(language, "language", N_("the language is 'en' or 'zh'"))
+    code = _code(language)
+    if code is None:
+        shown = repr(language) if len(language) <= 40 else repr(language[:37] + "...")
+        raise ValueError(tr(f"unknown language {shown}; hookviz speaks {', '.join(LANGUAGES)}"))
     return code
+
+
+def _code(language: str) -> str | None:
+    """The language code of a locale name (``"zh_CN.UTF-8"`` → ``"zh"``), or ``None`` when hookviz does not speak it."""
+    code = re.split(r"[-_.@]", language.strip().lower(), maxsplit=1)[0]
+    return code if code in LANGUAGES else None
 
 
 def on_language_change(listener: Callable[[str], None]) -> None:
     """Call ``listener(language)`` after every :func:`set_language` (once per listener, however often registered)."""
+    if not callable(listener):
+        raise TypeError(tr(f"listener must be a function that takes the language (e.g. lambda language: ...), "
+                           f"not {type(listener).__name__}"))
     if listener not in _listeners:
         _listeners.append(listener)
 
@@ -116,10 +152,7 @@ def get_language() -> str:
     """
     if _chosen is not None:
         return _chosen
-    try:
-        return _normalise(os.environ.get("HOOKVIZ_LANG", "") or "en")
-    except ValueError:
-        return "en"
+    return _code(os.environ.get("HOOKVIZ_LANG", "")) or "en"
 
 
 # --------------------------------------------------------------------------- the gettext catalogue
@@ -135,12 +168,19 @@ class PoEntry:
     flags: frozenset[str] = frozenset()
 
 
+class _PoError(ValueError):
+    """A line :func:`read_po` cannot read: its place and what is wrong (English; :func:`read_po` adds the fix)."""
+
+
 def _po_string(line: str, where: str) -> str:
     """The text of one quoted PO string (C escapes, as gettext writes them)."""
     line = line.strip()
     if len(line) < 2 or line[0] != '"' or line[-1] != '"':
-        raise ValueError(f"{where}: expected a quoted string, got {line!r}")
-    return ast.literal_eval(line)
+        raise _PoError(N_(f"{where}: expected a quoted string, got {_shown(line)}"))
+    try:
+        return ast.literal_eval(line)
+    except (SyntaxError, ValueError):  # "a\" ends in an escaped quote: the string is not closed
+        raise _PoError(N_(f"{where}: expected a quoted string, got {_shown(line)}")) from None
 
 
 def read_po(text: str, name: str = "<po>") -> list[PoEntry]:
@@ -148,8 +188,22 @@ def read_po(text: str, name: str = "<po>") -> list[PoEntry]:
 
     Reads what gettext and Babel write: ``#,`` flags, ``msgctxt``, ``msgid`` / ``msgstr`` over several quoted lines.
     Plural forms are refused (hookviz's messages have none). ``tests/test_i18n_catalogue.py`` checks it reads the
-    shipped catalogue exactly as Babel does.
+    shipped catalogue exactly as Babel does. A line it cannot read is refused (``ValueError``) with its place
+    (``name:line``).
     """
+    _check_text(text, "text", N_("the text of a .po file, e.g. Path('hookviz.po').read_text(encoding='utf-8')"))
+    _check_text(name, "name")
+    try:
+        return _read_po(text, name)
+    except _PoError as error:
+        raise ValueError(join_notes([str(error), N_(
+            "text must be a gettext .po file: msgid and msgstr lines, each with a quoted string"
+        )])) from None
+
+
+def _read_po(text: str, name: str) -> list[PoEntry]:
+    """:func:`read_po` without the checks; its refusals in English (:func:`catalogue` reads the shipped file with it:
+    translating a refusal there would read the catalogue again)."""
     entries: list[PoEntry] = []
     fields: dict[str, str] = {}
     flags: set[str] = set()
@@ -181,11 +235,11 @@ def read_po(text: str, name: str = "<po>") -> list[PoEntry]:
             current = keyword
             fields[keyword] = _po_string(rest, where)
         elif keyword.startswith(("msgid_plural", "msgstr[")):
-            raise ValueError(f"{where}: plural forms are not used in hookviz's catalogues")
+            raise _PoError(N_(f"{where}: plural forms are not used in hookviz's catalogues"))
         elif line.startswith('"') and current is not None:
             fields[current] += _po_string(line, where)
         else:
-            raise ValueError(f"{where}: cannot read {raw!r}")
+            raise _PoError(N_(f"{where}: cannot read {_shown(raw)}"))
     flush()
     return entries
 
@@ -204,21 +258,24 @@ def catalogue_file(language: str) -> str:
     return f"locale/{language}/LC_MESSAGES/{DOMAIN}.po"
 
 
-@cache
 def catalogue(language: str) -> Catalogue:
     """``language``'s translations: its ``.po`` file's entries (translated and not fuzzy), and, during the move
     from the old Python catalogue, the entries still listed in ``hookviz/i18n_<language>.py`` (they win).
 
-    English has none: the code's own text is English.
+    English has none: the code's own text is English. Read once per language, then kept.
     """
-    language = _normalise(language)
+    return _catalogue(_normalise(language))
+
+
+@cache
+def _catalogue(language: str) -> Catalogue:
     found = Catalogue()
     if language == "en":
         return found
     path = resources.files("hookviz").joinpath(catalogue_file(language))
     stored: list[str] = []
     if path.is_file():
-        for entry in read_po(path.read_text(encoding="utf-8"), catalogue_file(language)):
+        for entry in _read_po(path.read_text(encoding="utf-8"), catalogue_file(language)):
             if not entry.msgstr or "fuzzy" in entry.flags:
                 continue
             table = found.names if entry.msgctxt == CONTEXT_NAME else found.messages
@@ -245,23 +302,77 @@ def stored_outputs(language: str = "zh") -> tuple[str, ...]:
 _FIELD = "(.+?)"
 
 
+#: A catalogue key with ``{}`` fields: its regular expression, its translation, and its fixed text: a text it matches
+#: starts with ``head``, ends with ``tail`` and holds each of ``middle`` (checked first, without the expression).
+_Pattern = tuple[re.Pattern[str], str, str, str, tuple[str, ...]]
+
+
+@dataclass
+class _Compiled:
+    """One language's catalogue split for :func:`translate`: keys without fields (braces unescaped), and keys with
+    ``{}`` fields, the most specific (most fixed text) first, found by the first and last character of the text."""
+
+    exact: dict[str, str]
+    patterns: tuple[_Pattern, ...]
+    heads: frozenset[str]  # the first characters of the keys that start with fixed text
+    tails: frozenset[str]  # the last characters of the keys that end with fixed text
+    by_ends: dict[tuple[str, str], tuple[_Pattern, ...]] = field(default_factory=dict)
+    by_separator: dict[str, tuple[int, tuple[_Pattern, ...]]] = field(default_factory=dict)
+
+    def candidates(self, text: str) -> tuple[_Pattern, ...]:
+        """The keys a text could match (at most one list per pair of first and last characters the keys have)."""
+        ends = (text[0] if text[0] in self.heads else "", text[-1] if text[-1] in self.tails else "")
+        found = self.by_ends.get(ends)
+        if found is None:
+            first, last = ends
+            found = tuple(p for p in self.patterns if (not p[2] or p[2][0] == first) and (not p[3] or p[3][-1] == last))
+            self.by_ends[ends] = found
+        return found
+
+    def holding(self, separator: str) -> tuple[int, tuple[_Pattern, ...]]:
+        """How many pieces one note cut at ``separator`` can span (1 + the most separators a key's fixed text holds:
+        a field that swallowed one is no note), and the keys with fields whose fixed text holds it."""
+        found = self.by_separator.get(separator)
+        if found is None:
+            patterns = tuple(p for p in self.patterns if any(separator in part for part in (p[2], p[3], *p[4])))
+            most = max([key.count(separator) for key in self.exact]
+                       + [max(part.count(separator) for part in (p[2], p[3], *p[4])) for p in patterns], default=0)
+            found = self.by_separator.setdefault(separator, (1 + most, patterns))
+        return found
+
+
+def _match(text: str, patterns: tuple[_Pattern, ...], names: dict[str, str]) -> str | None:
+    """The translation of ``text`` by the first of ``patterns`` that matches it whole, or ``None``."""
+    for regex, value, head, tail, middle in patterns:
+        if text.startswith(head) and text.endswith(tail) and all(part in text for part in middle):
+            match = regex.fullmatch(text)
+            if match:
+                return value.format(*(_name(part, names) for part in match.groups()))
+    return None
+
+
 @cache
-def _compiled(language: str) -> tuple[dict[str, str], tuple[tuple[re.Pattern[str], str], ...]]:
-    """The catalogue split once: keys without fields (braces unescaped) and keys with ``{}`` fields as
-    regular expressions, each with its translation, the most specific (most fixed text) first."""
+def _compiled(language: str) -> _Compiled:
+    """The catalogue split once (see :class:`_Compiled`)."""
     exact: dict[str, str] = {}
     patterns = []
-    for key, value in catalogue(language).messages.items():
+    for key, value in _catalogue(language).messages.items():
         parts = list(string.Formatter().parse(key))
         if all(field is None for _, field, _, _ in parts):
             exact["".join(literal for literal, _, _, _ in parts)] = value.format()
             continue
         pattern = "".join(re.escape(literal) + (_FIELD if field is not None else "") for literal, field, _, _ in parts)
         specificity = sum(len(literal) for literal, _, _, _ in parts)
-        patterns.append((specificity, re.compile(pattern, re.DOTALL), value))
+        literals = [literal for literal, _, _, _ in parts]
+        tail = literals.pop() if parts[-1][1] is None else ""
+        head = literals.pop(0) if literals else ""
+        middle = tuple(part for part in literals if part)
+        patterns.append((specificity, (re.compile(pattern, re.DOTALL), value, head, tail, middle)))
     # The most specific key wins: "in `{}`, line {} of its cell" before "in `{}`, line {} of {}".
     patterns.sort(key=lambda entry: -entry[0])
-    return exact, tuple((pattern, value) for _, pattern, value in patterns)
+    ordered = tuple(fixed for _, fixed in patterns)
+    return _Compiled(exact, ordered, frozenset(p[2][0] for p in ordered if p[2]),
+                     frozenset(p[3][-1] for p in ordered if p[3]))
 
 
 def translate(text: str, language: str) -> str:
@@ -271,20 +382,20 @@ def translate(text: str, language: str) -> str:
     translation, with the matched values put back in (a value that is an entry of the ``name`` context
     translated; when several keys match, the one with the most fixed text, the most specific, wins). A text that is
     an entry of the ``name`` context itself (a row label printed on its own) is translated too. Without an entry the
-    text comes back as is.
+    text comes back as is, and so does a text longer than :data:`MAX_TRANSLATED` characters (no message is).
     """
     language = _normalise(language)
-    if language == "en" or not text:
+    if type(text) is not str:
+        _check_text(text)
+    if language == "en" or not text or len(text) > MAX_TRANSLATED:
         return text
-    exact, patterns = _compiled(language)
-    if text in exact:
-        return exact[text]
-    names = catalogue(language).names
-    for pattern, value in patterns:
-        match = pattern.fullmatch(text)
-        if match:
-            return value.format(*(_name(part, names) for part in match.groups()))
-    return names.get(text, text)  # a computed part shown on its own (a table's row label)
+    compiled = _compiled(language)
+    found = compiled.exact.get(text)
+    if found is not None:
+        return found
+    names = _catalogue(language).names
+    found = _match(text, compiled.candidates(text), names)
+    return found if found is not None else names.get(text, text)  # a name shown on its own (a table's row label)
 
 
 #: Code point ranges a terminal or a notebook's output shows two columns wide (CJK, Hangul, full-width forms).
@@ -293,12 +404,23 @@ _WIDE = ((0x2E80, 0xA4CF), (0xAC00, 0xD7A3), (0xF900, 0xFAFF), (0xFE30, 0xFE4F),
 
 def display_width(text: str) -> int:
     """Columns ``text`` takes on screen: a Chinese character or a full-width sign takes two."""
+    _check_text(text)
     return sum(2 if any(lo <= ord(char) <= hi for lo, hi in _WIDE) else 1 for char in text)
 
 
 def ljust(text: str, width: int) -> str:
     """``text`` padded with spaces to ``width`` columns on screen (a Chinese character takes two): the column of a
     table a notebook prints stays aligned in every language (``print(ljust(tr(label), 24), value)``)."""
+    _check_text(text)
+    name, fix = "width", N_("the columns the text is padded to, e.g. ljust(label, 24)")
+    try:  # a whole number, as hookviz.guards.check_int takes it: an int, a numpy or torch integer; not True, not 8.0
+        if type(width).__name__ in ("bool", "bool_") or isinstance(width, float):
+            raise TypeError
+        width = operator.index(width)
+    except TypeError:
+        raise TypeError(join_notes([N_(f"{name} must be a whole number (an int), not {_shown(width)}"), fix])) from None
+    if width < 0:
+        raise ValueError(join_notes([N_(f"{name} must be at least {0}, not {width}"), fix]))
     return text + " " * max(0, width - display_width(text))
 
 
@@ -321,20 +443,31 @@ def tr(text: str) -> str:
     return translate(text, get_language())
 
 
+def _language(language: str | None) -> str:
+    """``language`` checked (see :func:`_normalise`), ``None`` meaning the current one."""
+    return get_language() if language is None else _normalise(language)
+
+
 #: How notes are joined in one line, by language: ``"a; b"`` in English, ``"甲；乙"`` in Chinese.
 _NOTE_SEPARATORS = {"en": "; ", "zh": "；"}
 
 
 def note_separator(language: str | None = None) -> str:
     """The separator of notes joined in one line in ``language`` (default: the current one)."""
-    return _NOTE_SEPARATORS[_normalise(language or get_language())]
+    return _NOTE_SEPARATORS[_language(language)]
 
 
 def join_notes(notes: list[str] | tuple[str, ...], language: str | None = None) -> str:
     """``notes`` (English) in ``language`` (default: the current one), each translated on its own, then joined
     with that language's separator (:func:`note_separator`)."""
-    language = _normalise(language or get_language())
-    return note_separator(language).join(translate(note, language) for note in notes)
+    language = _language(language)
+    if not isinstance(notes, (list, tuple)) or not all(isinstance(note, str) for note in notes):
+        name, fix = "notes", N_("e.g. join_notes(['first note', 'second note'])")
+        if isinstance(notes, (list, tuple)):
+            wrong = next(note for note in notes if not isinstance(note, str))
+            raise TypeError(join_notes([N_(f"{name} must be a list of strings; it holds {_shown(wrong)}"), fix]))
+        raise TypeError(join_notes([N_(f"{name} must be a list of strings, not {_shown(notes)}"), fix]))
+    return _NOTE_SEPARATORS[language].join(translate(note, language) for note in notes)
 
 
 def tr_joined(text: str, language: str | None = None, separator: str = "; ") -> str:
@@ -343,32 +476,50 @@ def tr_joined(text: str, language: str | None = None, separator: str = "; ") -> 
     The whole text is translated when the catalogue has it; otherwise it is cut at the separators into the notes
     the catalogue knows (a note may hold the separator itself: ``"called 3 times; showing the last call"``),
     each translated on its own and joined with the language's separator. Where the cut is ambiguous the one that
-    leaves the least English wins; a part without an entry stays as it is.
+    leaves the least English wins; a part without an entry stays as it is. A note spans no more pieces than the
+    catalogue's keys hold separators (plus one), and a text longer than :data:`MAX_TRANSLATED` characters comes back
+    as it is: the work grows with the number of notes, not with its square.
     """
-    language = _normalise(language or get_language())
-    if language == "en" or not text:
+    language = _language(language)
+    _check_text(text)
+    _check_text(separator, "separator")
+    if not separator:
+        raise ValueError(tr("separator is empty: give the text that joins the notes, e.g. '; '"))
+    if language == "en" or not text or len(text) > MAX_TRANSLATED:
         return text
 
-    def shown(part: str) -> str | None:
-        """The translation of one note, or None (no entry, or a field that swallowed a separator)."""
-        translated = translate(part, language)
+    compiled, names = _compiled(language), _catalogue(language).names
+    most, joined = compiled.holding(separator)
+
+    def shown(part: str, pieces: int) -> str | None:
+        """The translation of one note of ``pieces`` pieces, or None (no entry, or a field that swallowed a
+        separator). A note of several pieces can only be a key whose fixed text holds the separator."""
+        if pieces == 1:
+            translated = translate(part, language)
+        else:
+            translated = compiled.exact.get(part) or _match(part, joined, names) or part
         return translated if translated != part and separator not in translated else None
 
-    whole = shown(text)
-    if whole is not None:
+    whole = translate(text, language)
+    if whole != text and separator not in whole:
         return whole
     pieces = text.split(separator)
-    # best[i]: (English characters left, number of notes, notes) for the first i pieces
-    best: list[tuple[int, int, list[str]]] = [(0, 0, [])]
+    # best[i]: (English characters left, number of notes, where the last note starts, that note) for the first i
+    # pieces; a note spans at most `most` pieces, so the work grows with the number of pieces only
+    best: list[tuple[int, int, int, str]] = [(0, 0, 0, "")]
     for end in range(1, len(pieces) + 1):
         options = []
-        for start in range(end):
+        for start in range(max(0, end - most), end):
             part = separator.join(pieces[start:end])
-            translated = shown(part)
-            left, count, notes = best[start]
-            options.append((left + (len(part) if translated is None else 0), count + 1, [*notes, translated or part]))
+            translated = shown(part, end - start)
+            left, count = best[start][:2]
+            options.append((left + (len(part) if translated is None else 0), count + 1, start, translated or part))
         best.append(min(options, key=lambda option: (option[0], option[1])))
-    return note_separator(language).join(best[-1][2])
+    notes, end = [], len(pieces)
+    while end:
+        notes.append(best[end][3])
+        end = best[end][2]
+    return _NOTE_SEPARATORS[language].join(reversed(notes))
 
 
 #: How the parts of a widget's one-line caption are separated (``layer · head 0 · sample 3``), in every language.
@@ -380,6 +531,11 @@ def tr_caption(text: str, language: str | None = None) -> str:
 
     Each part is translated on its own (:func:`tr_joined`: a part may hold notes joined with ``"; "``); a part
     without an entry (a layer name, a type, a shape) stays as it is. The same function turns a caption a notebook
-    stored in English into what the widget shows under that language, so the two always agree.
+    stored in English into what the widget shows under that language, so the two always agree. A caption longer than
+    :data:`MAX_TRANSLATED` characters comes back as it is.
     """
+    language = _language(language)
+    _check_text(text)
+    if language == "en" or len(text) > MAX_TRANSLATED:
+        return text
     return CAPTION_SEPARATOR.join(tr_joined(part, language) for part in text.split(CAPTION_SEPARATOR))

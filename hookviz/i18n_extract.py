@@ -9,7 +9,8 @@ catalogue key with ``{}`` for every computed part (``f"ran {n} times"`` → ``"r
 
 The notebooks' printed labels are found the same way in their code cells (:func:`extract_notebook`). Babel's
 ``pybabel extract`` calls :func:`extract` (``babel.cfg`` names it); ``scripts/i18n_catalog.py`` and
-``tests/test_i18n_catalogue.py`` call :func:`extract_file` directly. Nothing here imports the rest of hookviz.
+``tests/test_i18n_catalogue.py`` call :func:`extract_file` directly. Of the rest of hookviz, it imports only the shared
+argument checks (:mod:`hookviz.guards`) and :func:`~hookviz.i18n.tr`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from hookviz.guards import check_path, check_str, shown
+from hookviz.i18n import tr
 
 __all__ = [
     "CONTEXT_NAME", "KEYWORDS", "Found", "extract", "extract_file", "extract_notebook", "extract_source",
@@ -77,6 +81,9 @@ def template(node: ast.expr) -> list[str] | None:
     >>> template(ast.parse('f"ran {n} times"', mode="eval").body)
     ['ran {} times']
     """
+    if not isinstance(node, ast.AST):
+        raise TypeError(tr(f"node must be a syntax tree node (an ast.expr, e.g. ast.parse(text).body[0].value), "
+                           f"not {shown(node)}"))
     if isinstance(node, ast.Constant):
         return [_constant(node.value)] if isinstance(node.value, str) else None
     if isinstance(node, ast.JoinedStr):
@@ -128,9 +135,28 @@ def _messages(tree: ast.AST, keywords: Mapping[str, tuple[int | str, ...]]) -> I
                 yield Found(key, context, node.lineno, name)
 
 
+def _parse(source: str, name: str, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse(source)``; source that is not Python (a syntax error, a NUL byte, a lone surrogate, nesting too
+    deep for the parser) is refused naming the argument ``name`` it came from."""
+    try:
+        return ast.parse(source, filename)
+    except (SyntaxError, ValueError, UnicodeError, MemoryError, RecursionError) as error:
+        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        raise ValueError(tr(f"{name} is not Python source the extractor can read ({reason})")) from None
+
+
+def _read_text(path: Path, name: str) -> str:
+    """The UTF-8 text of the file ``path`` (the argument ``name``), refused clearly when it is not UTF-8 text."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(tr(f"{name} {shown(str(path))} is not UTF-8 text ({error.reason})")) from None
+
+
 def extract_file(path: str | Path, keywords: Mapping[str, tuple[int | str, ...]] = KEYWORDS) -> list[Found]:
     """Every message of one Python file, in the order of the source."""
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"), str(path))
+    path = check_path(path, "path", kind="file")
+    tree = _parse(_read_text(path, "path"), "path", str(path))
     return sorted(_messages(tree, keywords), key=lambda found: (found.line, found.key))
 
 
@@ -140,7 +166,11 @@ _MAGIC = re.compile(r"^\s*[%!]")
 def notebook_code(text: str) -> list[tuple[int, str]]:
     """``(cell number, source)`` of each code cell of a notebook's JSON text (1-based, counting every cell), with
     IPython's ``%magic`` and ``!shell`` lines blanked so that the source parses as Python."""
-    cells = json.loads(text)["cells"]
+    check_str(text, "text")
+    try:
+        cells = json.loads(text)["cells"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(tr(f"text is not a notebook's JSON (a dict with 'cells'): {type(error).__name__}")) from None
     found = []
     for number, cell in enumerate(cells, start=1):
         if cell.get("cell_type") != "code":
@@ -152,23 +182,31 @@ def notebook_code(text: str) -> list[tuple[int, str]]:
 
 def extract_source(source: str, keywords: Mapping[str, tuple[int | str, ...]] = KEYWORDS) -> list[Found]:
     """Every message of one piece of Python source (a notebook cell: ``%magic`` and ``!shell`` lines are ignored)."""
+    check_str(source, "source")
     source = "\n".join("" if _MAGIC.match(line) else line for line in source.split("\n"))
-    return sorted(_messages(ast.parse(source), keywords), key=lambda found: (found.line, found.key))
+    return sorted(_messages(_parse(source, "source"), keywords), key=lambda found: (found.line, found.key))
 
 
 def extract_notebook(path: str | Path, keywords: Mapping[str, tuple[int | str, ...]] = KEYWORDS) -> list[Found]:
     """Every message of a notebook's code cells; :attr:`Found.line` is the cell's number (1-based)."""
+    path = check_path(path, "path", kind="file")
+    try:
+        cells = notebook_code(_read_text(path, "path"))
+    except ValueError:
+        raise ValueError(tr(f"path {shown(str(path))} is not a notebook (.ipynb JSON with cells)")) from None
     found = []
-    for number, source in notebook_code(Path(path).read_text(encoding="utf-8")):
-        found += [Found(f.key, f.context, number, f.call) for f in _messages(ast.parse(source), keywords)]
+    for number, source in cells:
+        tree = _parse(source, "path", f"{path}, cell {number}")
+        found += [Found(f.key, f.context, number, f.call) for f in _messages(tree, keywords)]
     return found
 
 
 def literal_templates(source: str) -> set[str]:
     """Every string and f-string of a Python source as a catalogue key, wherever it stands (for a file whose messages
     do not all reach a call :data:`KEYWORDS` names yet: its catalogue entries count as used)."""
+    check_str(source, "source")
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parse(source, "source")):
         if isinstance(node, (ast.Constant, ast.JoinedStr)):
             found.update(template(node) or [])
     return found
@@ -185,15 +223,20 @@ def extract(
     """
     source = fileobj.read()
     if isinstance(source, bytes):
-        source = source.decode(options.get("encoding", "utf-8"))
+        encoding = options.get("encoding", "utf-8")
+        try:
+            source = source.decode(encoding)
+        except UnicodeDecodeError as error:
+            raise ValueError(tr(f"fileobj is not {encoding} text ({error.reason}); set the encoding option to the "
+                                f"file's encoding")) from None
     if source.lstrip().startswith("{"):  # a notebook: its code cells, each message at its cell's number
         messages = [
             Found(f.key, f.context, number, f.call)
             for number, code in notebook_code(source)
-            for f in _messages(ast.parse(code), KEYWORDS)
+            for f in _messages(_parse(code, "fileobj", f"cell {number}"), KEYWORDS)
         ]
     else:
-        messages = list(_messages(ast.parse(source), KEYWORDS))
+        messages = list(_messages(_parse(source, "fileobj"), KEYWORDS))
     for found in sorted(messages, key=lambda f: f.line):
         if found.context is None:
             yield found.line, None, found.key, []  # no call name: Babel takes the one message as it is

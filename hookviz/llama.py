@@ -140,9 +140,11 @@ def _check_overrides(overrides: dict[str, Any], who: str) -> None:
     for name in overrides:
         if name not in known:
             close = ", ".join(map(repr, closest_names(name, known)))
-            message = (f"{who}: LlamaConfig has no field {name!r} (transformers would keep a misspelled field and "
-                       "build the default model)")
-            raise TypeError(tr(f"{message}; closest: {close}" if close else message))
+            if close:
+                raise TypeError(tr(f"{who}: LlamaConfig has no field {name!r} (transformers would keep a misspelled "
+                                   f"field and build the default model); closest: {close}"))
+            raise TypeError(tr(f"{who}: LlamaConfig has no field {name!r} (transformers would keep a misspelled field "
+                               "and build the default model)"))
     for name in _COUNT_FIELDS:
         if name in overrides:  # converted: transformers' config refuses a numpy or torch integer
             overrides[name] = check_int(overrides[name], name, minimum=1, maximum=_MAX_COUNT,

@@ -31,6 +31,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from PIL import Image, ImageDraw, ImageFont
 
+from hookviz.guards import check_array, check_flag, check_int, check_number, check_png, check_str, check_strings, shown
 from hookviz.i18n import N_, get_language, tr
 from hookviz.summarize import Histogram
 
@@ -88,7 +89,7 @@ def colorize(
     maximum; a constant array (all zeros, say) is drawn in the colour map's lowest colour instead of
     dividing by zero.
     """
-    a = np.asarray(array, dtype=np.float32)
+    a = np.asarray(check_array(array, "array"), dtype=np.float32)
     finite = np.isfinite(a)
     if vmin is None or vmax is None:
         lo, hi = finite_range(a)
@@ -111,7 +112,7 @@ def colorize(
 
 def finite_range(a: np.ndarray) -> tuple[float, float]:
     """``(min, max)`` of the finite values of ``a``; ``(0, 1)`` when there are none."""
-    a = np.asarray(a)
+    a = check_array(a, "a")
     finite = a[np.isfinite(a)]
     if finite.size == 0:
         return 0.0, 1.0
@@ -123,12 +124,12 @@ def mosaic(tiles: np.ndarray, cols: int | None = None, pad: int = 1, fill: float
 
     ``cols`` defaults to about ``sqrt(K)``; tiles are separated by ``pad`` pixels of ``fill``.
     """
-    m = np.asarray(tiles)
-    if m.ndim not in (3, 4):
-        raise ValueError(f"mosaic needs (K, H, W) or (K, H, W, 3) tiles, got shape {m.shape}")
+    m = check_array(tiles, "tiles", ndim=(3, 4), fix=N_("give (K, H, W) maps or (K, H, W, 3) coloured tiles"))
     k, h, w = m.shape[:3]
     if k == 0:
-        raise ValueError("mosaic needs at least one tile")
+        raise ValueError(tr(f"tiles is an empty array (shape {m.shape}): give at least one tile"))
+    cols = None if cols is None else check_int(cols, "cols", minimum=1)
+    pad = check_int(pad, "pad", minimum=0)
     cols = max(1, min(k, cols or math.ceil(math.sqrt(k))))
     rows = math.ceil(k / cols)
     out = np.full((rows * (h + pad) - pad, cols * (w + pad) - pad, *m.shape[3:]), fill, dtype=m.dtype)
@@ -143,8 +144,8 @@ def heat_strip(values: np.ndarray, width: int = 32) -> np.ndarray:
 
     The last row is padded with NaN. A vector of 10 logits becomes a 1 x 10 strip.
     """
-    v = np.asarray(values, dtype=np.float32).reshape(-1)
-    width = max(1, min(width, v.size))
+    v = np.asarray(check_array(values, "values"), dtype=np.float32).reshape(-1)
+    width = max(1, min(check_int(width, "width", minimum=1), v.size))
     rows = math.ceil(v.size / width)
     out = np.full(rows * width, np.nan, dtype=np.float32)
     out[: v.size] = v
@@ -153,6 +154,9 @@ def heat_strip(values: np.ndarray, width: int = 32) -> np.ndarray:
 
 def upscale(rgb: np.ndarray, min_width: int = 256, max_scale: int = 32) -> np.ndarray:
     """Enlarge an image by an integer factor (nearest neighbour) so that it is at least ``min_width`` wide."""
+    rgb = check_array(rgb, "rgb", ndim=(2, 3))
+    min_width = check_int(min_width, "min_width", minimum=0)
+    max_scale = check_int(max_scale, "max_scale", minimum=1)
     h, w = rgb.shape[:2]
     scale = int(max(1, min(max_scale, math.ceil(min_width / max(w, 1)))))
     if scale == 1:
@@ -162,6 +166,12 @@ def upscale(rgb: np.ndarray, min_width: int = 256, max_scale: int = 32) -> np.nd
 
 def png_bytes(rgb: np.ndarray) -> bytes:
     """Encode an ``(H, W, 3)`` uint8 image as PNG (fast compression: these are redrawn on every click)."""
+    if not isinstance(rgb, np.ndarray):
+        raise TypeError(tr(f"rgb must be a numpy array of shape (H, W, 3) and dtype uint8, not {shown(rgb)}"))
+    if rgb.dtype != np.uint8:
+        raise TypeError(tr(f"rgb must be uint8 (0-255), not {rgb.dtype}: colorize() makes one from any numbers"))
+    if rgb.ndim not in (2, 3) or (rgb.ndim == 3 and rgb.shape[2] not in (3, 4)):
+        raise ValueError(tr(f"rgb must be of shape (H, W, 3), (H, W, 4) or (H, W), not {rgb.shape}"))
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8)).save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
@@ -181,6 +191,9 @@ def mosaic_png(
     One colour scale for all tiles keeps channels comparable (a dim channel looks dim). NaN/Inf
     pixels are magenta; the separators between tiles are ``pad_color``.
     """
+    maps = check_array(maps, "maps", ndim=3, fix=N_("give (K, H, W) feature maps: K maps of H x W"))
+    if not maps.shape[0]:
+        raise ValueError(tr(f"maps is an empty array (shape {maps.shape}): give at least one map"))
     rgb = colorize(maps, vmin, vmax, cmap)
     h, w = rgb.shape[1:3]
     scale = int(max(1, min(32, math.ceil(min_width / max(w * (cols or math.ceil(math.sqrt(len(rgb)))), 1)))))
@@ -202,12 +215,37 @@ def strip_png(
     min_width: int = 256,
 ) -> bytes:
     """A 1-D vector as a heat strip PNG (rows of ``width`` cells); padding after the last value is white."""
-    v = np.asarray(values, dtype=np.float32).reshape(-1)
+    v = np.asarray(check_array(values, "values"), dtype=np.float32).reshape(-1)
+    width = check_int(width, "width", minimum=1)
     strip = heat_strip(v, width)
     rgb = colorize(strip, *(finite_range(v) if vmin is None or vmax is None else (vmin, vmax)), cmap)
     flat = rgb.reshape(-1, 3)
     flat[v.size :] = (255, 255, 255)
     return png_bytes(upscale(rgb, min_width))
+
+
+def _check_figure(fig: Any) -> Figure:
+    """``fig`` when it is a matplotlib ``Figure``, else a clear ``TypeError`` naming the argument."""
+    if not isinstance(fig, Figure):
+        raise TypeError(tr(f"fig must be a matplotlib Figure (matplotlib.figure.Figure()), not {shown(fig)}"))
+    return fig
+
+
+def _check_size(size: Any, minimum: tuple[int, int] = (1, 1)) -> tuple[int, int]:
+    """``size`` as ``(width, height)`` in pixels, each a whole number of at least ``minimum``'s."""
+    if isinstance(size, (str, bytes)) or not isinstance(size, Sequence) or len(size) != 2:
+        raise TypeError(tr(f"size must be (width, height) in pixels, e.g. (300, 210), not {shown(size)}"))
+    return (check_int(size[0], "size", minimum=minimum[0], fix=N_("the width, in pixels")),
+            check_int(size[1], "size", minimum=minimum[1], fix=N_("the height, in pixels")))
+
+
+def _check_pngs(pngs: Any) -> list[bytes]:
+    """``pngs`` as a list of PNG pictures (bytes), at least one."""
+    if isinstance(pngs, (str, bytes, bytearray)) or not isinstance(pngs, Sequence):
+        raise TypeError(tr(f"pngs must be a list of PNG pictures (bytes), not {shown(pngs)}"))
+    if not pngs:
+        raise ValueError(tr("pngs is empty: give at least one PNG picture"))
+    return [check_png(png, f"pngs[{i}]") for i, png in enumerate(pngs)]
 
 
 def figure_png(fig: Figure, dpi: int = 72, palette: bool = True) -> bytes:
@@ -218,6 +256,9 @@ def figure_png(fig: Figure, dpi: int = 72, palette: bool = True) -> bytes:
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+    _check_figure(fig)
+    dpi = check_number(dpi, "dpi", above=0)
+    palette = check_flag(palette, "palette")
     canvas = FigureCanvasAgg(fig)
     fig.set_dpi(dpi)
     canvas.draw()
@@ -273,6 +314,7 @@ def figure_text(text: str) -> str:
 
     Notebooks use it for their own figures' titles and axis labels, so that a zh notebook draws Chinese labels.
     """
+    check_str(text, "text")
     if get_language() == "en":
         return text
     shown = tr(text)
@@ -368,12 +410,15 @@ def text_sizes_px(fig: Figure) -> list[float]:
     """
     from matplotlib.text import Text
 
+    _check_figure(fig)
     texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     return [t.get_fontsize() * CHART_DPI / 72 for t in texts]
 
 
 def message_png(text: str, size: tuple[int, int] = (300, 210)) -> bytes:
     """A panel of the given size that says why there is nothing to draw (instead of empty axes)."""
+    check_str(text, "text")
+    size = _check_size(size)
     img = Image.new("RGB", size, (255, 255, 255))
     draw = ImageDraw.Draw(img)
     y = size[1] // 2 - 20
@@ -394,12 +439,17 @@ def _wrap(draw: ImageDraw.ImageDraw, text: str, width: float) -> list[str]:
 
 
 def nice_ticks(lo: float, hi: float, most: int = 5) -> list[float]:
-    """At most ``most`` round values (steps of 1, 2 or 5 x 10^k) inside ``[lo, hi]``, always at least two.
+    """At most ``most`` round values (steps of 1, 2 or 5 x 10^k) inside ``[lo, hi]``, at least two when ``lo < hi``;
+    ``[lo]`` when ``lo == hi`` (one value: one tick, the only one inside the range).
 
     Ticks a reader can label and read on a projector: ``nice_ticks(-3.2, 4.1)`` is ``[-2, 0, 2, 4]``.
     """
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
-        return [lo] if math.isfinite(lo) else []
+    lo, hi = check_number(lo, "lo"), check_number(hi, "hi")
+    most = check_int(most, "most", minimum=2)
+    if hi < lo:
+        raise ValueError(tr(f"lo must not be above hi, not lo={lo:g}, hi={hi:g}"))
+    if hi == lo:
+        return [lo]
     raw = (hi - lo) / max(most - 1, 1)
     for step in sorted(
         m * 10.0**k for k in range(math.floor(math.log10(raw)) - 1, math.ceil(math.log10(raw)) + 2) for m in (1, 2, 5)
@@ -413,6 +463,7 @@ def nice_ticks(lo: float, hi: float, most: int = 5) -> list[float]:
 
 def step_label(value: float) -> str:
     """A short label for a step count: ``750``, ``1.5k``, ``12k``, ``2.5M`` (no labels run together)."""
+    value = check_number(value, "value", finite=False)
     for unit, size in (("M", 1e6), ("k", 1e3)):
         if abs(value) >= size * 0.9995:  # 999,750 is "1M", not "1e+03k"
             return f"{value / size:.3g}{unit}"
@@ -462,7 +513,13 @@ def pace_png(
     step of the status line. Every axis carries labelled ticks at round values: steps as ``750``,
     ``1.5k``, ``12k`` (never running together), the gradient axis at decades or 1-2-5 steps.
     """
-    width, height = size
+    steps = np.asarray(check_array(steps, "steps", ndim=1), dtype=np.float64)
+    loss = np.asarray(check_array(loss, "loss", ndim=1), dtype=np.float64)
+    if len(loss) != len(steps):
+        raise ValueError(tr(f"loss must have one value per step: {len(loss)} values for {len(steps)} steps"))
+    layer_names = check_strings(layer_names, "layer_names")
+    grad_by_depth = check_array(grad_by_depth, "grad_by_depth", ndim=1)
+    width, height = size = _check_size(size, (300, 100))
     img = Image.new("RGB", size, (255, 255, 255))
     draw = ImageDraw.Draw(img)
     font = _font()
@@ -473,8 +530,6 @@ def pace_png(
     # ---- left: loss over steps
     left, right = 52, half - 14
     plot_w = right - left
-    steps = np.asarray(steps, dtype=np.float64)
-    loss = np.asarray(loss, dtype=np.float64)
     finite = np.isfinite(loss)
     title = figure_text(f"loss, up to step {int(steps[-1])}") if len(steps) else figure_text("loss")
     _text(draw, (4, 4), _fit(draw, title, half - 8), fill=_TEXT, font=font)
@@ -582,6 +637,13 @@ def histogram_png(
     The same histogram with the same labels comes back from a small cache (a widget going back to a layer
     it showed before redraws nothing).
     """
+    if not isinstance(hist, Histogram):
+        raise TypeError(tr(f"hist must be a Histogram (hookviz.summarize.histogram(values) makes one), "
+                           f"not {shown(hist)}"))
+    check_str(title, "title")
+    check_str(x_label, "x_label")
+    log = check_flag(log, "log")
+    size = _check_size(size, (120, 130))
     counts, edges = np.asarray(hist.counts), np.asarray(hist.edges)
     key = (
         counts.tobytes(),
@@ -710,7 +772,8 @@ def feature_panel_png(
     2-D array, is drawn on the left in grey with ``image_caption`` under it (the input the maps come
     from). The panel is always ``size`` pixels, whatever it shows.
     """
-    width, height = size
+    v = np.asarray(check_array(values, "values"), dtype=np.float32)
+    width, height = _check_size(size, (160, 100))
     img = Image.new("RGB", size, (255, 255, 255))
     draw = ImageDraw.Draw(img)
     font = _font()
@@ -729,7 +792,6 @@ def feature_panel_png(
         for i, text in enumerate(_wrap(draw, image_caption, box + 6)[:3]):
             draw.text((x0, top + line + gray.shape[0] + 4 + i * line), text, fill=_TEXT, font=font)
         x0 += box + 14
-    v = np.asarray(values, dtype=np.float32)
     lo, hi = finite_range(v) if vmin is None or vmax is None else (float(vmin), float(vmax))
     bar_x = width - 64
     area_w, area_h = bar_x - 10 - x0, height - top - 6
@@ -819,7 +881,8 @@ def block_mean(
     NaN/Inf stay visible: a block holding any non-finite value becomes NaN (drawn magenta), so a
     single bad value is never averaged away. An array that fits comes back as it is, block ``(1, 1)``.
     """
-    a = np.asarray(values, dtype=np.float32)
+    a = np.asarray(check_array(values, "values", ndim=2), dtype=np.float32)
+    max_rows, max_cols = check_int(max_rows, "max_rows", minimum=1), check_int(max_cols, "max_cols", minimum=1)
     rows, cols = a.shape
     mask = np.ones(a.shape, dtype=bool) if real is None else np.asarray(real, dtype=bool)
     fy, fx = max(1, math.ceil(rows / max(1, max_rows))), max(1, math.ceil(cols / max(1, max_cols)))
@@ -869,7 +932,9 @@ def heatmap_panel_png(
     ``count``: only the first ``count`` entries in row-major order are values (a long vector laid out
     in rows); the cells after them are drawn white, not as values.
     """
-    width, height = size
+    v = np.asarray(check_array(values, "values", ndim=2, fix=N_("give (rows, columns): positions x features")),
+                   dtype=np.float32)
+    width, height = _check_size(size, (160, 100))
     img = Image.new("RGB", size, (255, 255, 255))
     draw = ImageDraw.Draw(img)
     font = _font()
@@ -888,9 +953,6 @@ def heatmap_panel_png(
         for i, text in enumerate(_wrap(draw, image_caption, box + 6)[:3]):
             draw.text((x0, top + line + gray.shape[0] + 4 + i * line), text, fill=_TEXT, font=font)
         x0 += box + 14
-    v = np.asarray(values, dtype=np.float32)
-    if v.ndim != 2:
-        raise ValueError(f"a heat map needs a 2-D array (rows, columns), got shape {v.shape}")
     lo, hi = finite_range(v) if vmin is None or vmax is None else (float(vmin), float(vmax))
     bar_x = width - 64
     area_w, area_h = bar_x - 10 - x0, height - top - 2 * line - 10
@@ -928,7 +990,8 @@ def heatmap_panel_png(
 
 def join_png(pngs: Sequence[bytes], gap: int = 8) -> bytes:
     """Put PNG pictures side by side (top-aligned, on white) into one PNG: a widget's static view."""
-    images = [Image.open(io.BytesIO(p)).convert("RGB") for p in pngs]
+    gap = check_int(gap, "gap", minimum=0)
+    images = [Image.open(io.BytesIO(p)).convert("RGB") for p in _check_pngs(pngs)]
     width = sum(i.width for i in images) + gap * (len(images) - 1)
     out = Image.new("RGB", (width, max(i.height for i in images)), (255, 255, 255))
     x = 0
@@ -940,7 +1003,8 @@ def join_png(pngs: Sequence[bytes], gap: int = 8) -> bytes:
 
 def stack_png(pngs: Sequence[bytes], gap: int = 8) -> bytes:
     """Put PNG pictures one under the other (left-aligned, on white) into one 256-colour PNG."""
-    images = [Image.open(io.BytesIO(p)).convert("RGB") for p in pngs]
+    gap = check_int(gap, "gap", minimum=0)
+    images = [Image.open(io.BytesIO(p)).convert("RGB") for p in _check_pngs(pngs)]
     out = Image.new(
         "RGB", (max(i.width for i in images), sum(i.height for i in images) + gap * (len(images) - 1)), (255, 255, 255)
     )
@@ -992,6 +1056,15 @@ def monitor_figure(
         axis.set_major_locator(MaxNLocator(nbins=4, integer=True))
         axis.set_major_formatter(FuncFormatter(lambda v, _: step_label(v)))
 
+    _check_figure(fig)
+    steps = check_array(steps, "steps", ndim=1)
+    loss = check_array(loss, "loss", ndim=1)
+    if len(loss) != len(steps):
+        raise ValueError(tr(f"loss must have one value per step: {len(loss)} values for {len(steps)} steps"))
+    layer_names = check_strings(layer_names, "layer_names")
+    check_str(selected, "selected")
+    if selected not in layer_names:
+        raise ValueError(tr(f"selected={selected!r} is not one of layer_names {shown(layer_names)}"))
     if not len(steps):
         return _message(fig, "no steps yet: press Train, or call monitor.run(steps)")
     fig.clear()
@@ -1100,6 +1173,13 @@ def timeline_figure(fig: Figure, events: Sequence[tuple[int, str, str, str]], ki
     from matplotlib import rc_context
     from matplotlib.ticker import MaxNLocator
 
+    _check_figure(fig)
+    if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
+        raise TypeError(tr(f"events must be a list of (order, phase, kind, where) tuples, not {shown(events)}"))
+    for event in events:
+        if isinstance(event, (str, bytes)) or not isinstance(event, Sequence) or len(event) != 4:
+            raise ValueError(tr(f"events must hold (order, phase, kind, where) tuples; it holds {shown(event)}"))
+    kinds = check_strings(kinds, "kinds")
     if not events:
         return _message(fig, N_("no hook calls match these filters"))
     fig.clear()

@@ -14,9 +14,10 @@ or in Chinese, ``"为什么钩子被调用了两次"``) and gets the few best se
   linked to the section that teaches it (or to the atlas table of notebook 16).
 
 Ranking is Okapi BM25 from the ``rank-bm25`` package; this module only turns text into words. Text is first put
-in NFKC form (the full-width ``ｈｏｏｋ`` of a Chinese input method is ``hook``). English is
-lower-cased and split into words (an identifier such as ``register_forward_hook`` counts whole and as its
-parts), with a light suffix rule so that ``hooks``/``hook`` and ``fires``/``firing`` meet, a short list of
+in NFKC form (the full-width ``ｈｏｏｋ`` of a Chinese input method is ``hook``), and traditional characters are read
+as the simplified ones of the course (為什麼 as 为什么). English is lower-cased and split into words (an
+identifier such as ``register_forward_hook`` counts whole and as its parts), with a light suffix rule so that
+``hooks``/``hook`` and ``fires``/``firing`` meet, a short list of
 the words learners use for the course's (``delete`` for ``remove``, ``layer`` for ``module``), and a word after
 "not"/"never" counted once more as ``not_<word>`` ("does not fire"). Chinese colloquial words become the course's
 (:data:`_SYNONYMS_ZH`: 怎么 → 如何, 删/取消注册/注销 → 移除, 显存 → 内存), in the course's text and the question
@@ -100,37 +101,49 @@ _STOP_WORDS = frozenset(
     someone way ways thing things""".split()
 )
 #: Chinese particles: a pair of characters with one of them is never a word of its own (钩子的, 触发了).
-_PARTICLES = frozenset("")
-#: How much a single Chinese character of a question counts against a pair of them (see :meth:`_Index.search`).
-_CHAR_WEIGHT = 1.0
+_PARTICLES = frozenset("的了吗呢吧啊呀嘛哦")
+#: How much a single Chinese character of a question counts against a pair of them (see :func:`_query_weight`).
+_CHAR_WEIGHT = 0.3
 #: Chinese characters that only carry grammar (particles, pronouns); pairs with them still count.
 _STOP_CHARS = frozenset("的了吗呢吧啊么是我你他她它在和与及就都也还又把被这那哪个一有很啥嘛呀哦喔呗咧嗯哈诶欸咱俺您们")
 
 #: Traditional characters and the simplified ones the Chinese edition writes: a question typed in traditional characters
-#: (Taiwan, Hong Kong: 為什麼我的鉤子被調用了兩次) meets the course's words once :func:`normalize` has put it in simplified
-#: ones. The common characters only (those of questions about code, and the everyday ones around them), and only
-#: characters that simplified text never uses (著, 乾, 瞭 are left: simplified text has them too), so that the course's
-#: own text is never changed; Taiwan's words for the course's (記憶體 for 内存, 模組 for 模块) are in :data:`_SYNONYMS_ZH`.
+#: (Taiwan, Hong Kong: 為什麼我的鉤子被調用了兩次) meets the course's words once :func:`_simplified` has put it in
+#: simplified ones. The common characters only (those of questions about code, and the everyday ones around them), and
+#: only characters that simplified text never uses (著, 乾, 瞭 are left: simplified text has them too), so that the
+#: course's own text is never changed; Taiwan's words for the course's (記憶體 for 内存, 模組 for 模块) are in
+#: :data:`_SYNONYMS_ZH`.
 _TRADITIONAL_PAIRS = """
-並并 亂乱 佈布 佔占 來来 係系 個个 們们 備备 傳传 傷伤 億亿 儘尽 優优 儲储 內内 兩两 冊册 凍冻 別别 刪删 則则 動动 務务 區区 卻却 厲厉 參参 問问 啟启 喚唤 單单 嗎吗 嘆叹 嚮向 嚴严
-囉啰 圍围 園园 圓圆 圖图 團团 執执 報报 塊块 壓压 壞坏 夠够 夥伙 奧奥 奪夺 妳你 孫孙 學学 實实 寧宁 寫写 寬宽 寶宝 將将 專专 尋寻 對对 導导 屆届 層层 屬属 峯峰 島岛 師师 幫帮 幹干
-幾几 庫库 廠厂 廢废 廣广 廳厅 張张 彈弹 彎弯 彙汇 後后 徑径 從从 復复 徵征 徹彻 惡恶 惱恼 愛爱 態态 慣惯 慮虑 憂忧 憶忆 應应 懶懒 懷怀 戰战 戲戏 戶户 拋抛 捨舍 捲卷 掃扫 掛挂 揚扬
-換换 揮挥 損损 搖摇 撐撑 撥拨 擁拥 擇择 擊击 擋挡 擔担 據据 擬拟 擴扩 擷撷 擾扰 攔拦 攜携 攝摄 攤摊 敗败 敘叙 敵敌 數数 斂敛 斷断 於于 時时 晝昼 暈晕 暫暂 曆历 書书 會会 朧胧 東东
-條条 棄弃 棧栈 業业 極极 榮荣 構构 槍枪 槓杠 樁桩 樂乐 樓楼 標标 樣样 樹树 橋桥 機机 檔档 檢检 櫃柜 欄栏 權权 歐欧 歡欢 歲岁 歷历 歸归 殘残 殺杀 殼壳 毀毁 氣气 氫氢 決决 沒没 淺浅
-減减 測测 準准 溝沟 滅灭 滯滞 滾滚 滿满 漢汉 漲涨 漸渐 潔洁 濃浓 濕湿 濾滤 瀏浏 灑洒 灣湾 災灾 為为 無无 煩烦 熱热 燈灯 爐炉 爭争 爲为 爾尔 牀床 牆墙 牠它 犧牺 狀状 猶犹 獎奖 獨独
-獲获 獻献 現现 瑪玛 環环 產产 畢毕 畫画 異异 當当 疊叠 瘋疯 療疗 發发 盜盗 盡尽 監监 盤盘 眾众 睏困 確确 碼码 礎础 礙碍 礦矿 祕秘 禍祸 禮礼 稅税 種种 稱称 穀谷 積积 穩稳 窩窝 窮穷
-竊窃 競竞 筆笔 節节 範范 築筑 篩筛 簡简 簽签 籃篮 籌筹 籤签 糧粮 糾纠 紀纪 約约 紅红 紋纹 納纳 紐纽 純纯 紙纸 級级 紛纷 細细 紹绍 終终 組组 結结 絕绝 絡络 給给 統统 絲丝 綁绑 經经
-綜综 綠绿 綫线 維维 綱纲 網网 緊紧 緒绪 線线 締缔 緣缘 編编 緩缓 緯纬 練练 縣县 縮缩 總总 織织 繞绕 繩绳 繪绘 繼继 續续 纏缠 罰罚 罷罢 羅罗 義义 習习 聖圣 聞闻 聯联 聰聪 聲声 職职
-聽听 肅肃 脈脉 脫脱 腦脑 腫肿 腳脚 膚肤 膠胶 膽胆 臉脸 臟脏 臨临 與与 興兴 舉举 舊旧 艙舱 艦舰 艱艰 莊庄 華华 萬万 葉叶 蓋盖 蔣蒋 薦荐 藍蓝 藝艺 藥药 蘋苹 蘭兰 處处 虛虚 號号 蝦虾
-蟲虫 蠟蜡 衆众 術术 衛卫 衝冲 裏里 補补 裝装 裡里 製制 複复 襪袜 襯衬 見见 規规 視视 親亲 覺觉 覽览 觀观 觸触 訂订 計计 訊讯 討讨 訓训 託托 記记 訣诀 訪访 設设 許许 訴诉 診诊 註注
-詐诈 評评 詞词 詢询 試试 該该 詳详 誇夸 誌志 認认 誕诞 誘诱 語语 誠诚 誤误 說说 誰谁 課课 調调 談谈 請请 諒谅 論论 諮咨 諸诸 諾诺 謀谋 謂谓 謊谎 謎谜 講讲 謝谢 謹谨 證证 識识 譜谱
-譯译 議议 護护 讀读 變变 讓让 讚赞 豈岂 豎竖 豐丰 豬猪 貓猫 貝贝 貞贞 負负 財财 貢贡 貨货 販贩 貪贪 貫贯 責责 貯贮 貴贵 貸贷 費费 貼贴 賀贺 資资 賊贼 賓宾 賞赏 賠赔 賣卖 質质 賬账
-賴赖 賺赚 購购 賽赛 贈赠 贊赞 贏赢 趕赶 趙赵 趨趋 跡迹 踐践 蹤踪 躍跃 車车 軌轨 軍军 軟软 軸轴 較较 載载 輔辅 輕轻 輛辆 輩辈 輪轮 輯辑 輸输 輻辐 轄辖 轉转 轟轰 辦办 辭辞 辯辩 農农
-迴回 這这 連连 週周 進进 遊游 運运 過过 達达 違违 遙遥 遞递 遠远 適适 遲迟 遷迁 選选 遺遗 還还 邊边 邏逻 郵邮 鄉乡 鄭郑 鄰邻 醜丑 醞酝 醫医 釀酿 釋释 針针 鈎钩 鈕钮 鈴铃 鉛铅 鉤钩
-銀银 銅铜 銷销 鋒锋 鋪铺 錄录 錢钱 錦锦 錯错 錶表 鍊链 鍋锅 鍵键 鎖锁 鎮镇 鏈链 鏟铲 鏡镜 鐘钟 鐵铁 鑑鉴 鑒鉴 鑰钥 長长 門门 閃闪 閉闭 開开 閑闲 閒闲 間间 閘闸 閣阁 閥阀 閱阅 闆板
-闊阔 闖闯 關关 闡阐 陣阵 陰阴 陸陆 陽阳 隊队 階阶 際际 隨随 險险 隱隐 隸隶 隻只 雖虽 雙双 雜杂 雞鸡 離离 難难 雲云 電电 霧雾 靈灵 靜静 韌韧 韓韩 響响 頁页 頂顶 項项 順顺 須须 預预
-頑顽 頒颁 頓顿 頗颇 領领 頭头 頸颈 頻频 顆颗 題题 額额 顏颜 願愿 顛颠 類类 顧顾 顫颤 顯显 風风 颱台 飄飘 飛飞 飯饭 飼饲 飽饱 飾饰 餅饼 養养 餓饿 餘余 館馆 餵喂 饋馈 馬马 駐驻 駕驾
-騎骑 騙骗 騰腾 驅驱 驗验 驚惊 骯肮 髒脏 體体 髮发 鬆松 鬍胡 鬥斗 鬧闹 鬱郁 魚鱼 魯鲁 鮮鲜 鳥鸟 鳳凤 鳴鸣 鹽盐 麗丽 麥麦 麵面 麼么 黃黄 點点 黨党 黴霉 齊齐 齒齿 齡龄 龍龙 龐庞 龜龟
+並并 亂乱 佈布 佔占 來来 係系 個个 們们 備备 傳传 傷伤 億亿 儘尽 優优 儲储 內内 兩两 冊册 凍冻 別别 刪删 則则 動动
+務务 區区 卻却 厲厉 參参 問问 啟启 喚唤 單单 嗎吗 嘆叹 嚮向 嚴严 囉啰 圍围 園园 圓圆 圖图 團团 執执 報报 塊块 壓压
+壞坏 夠够 夥伙 奧奥 奪夺 妳你 孫孙 學学 實实 寧宁 寫写 寬宽 寶宝 將将 專专 尋寻 對对 導导 屆届 層层 屬属 峯峰 島岛
+師师 幫帮 幹干 幾几 庫库 廠厂 廢废 廣广 廳厅 張张 彈弹 彎弯 彙汇 後后 徑径 從从 復复 徵征 徹彻 惡恶 惱恼 愛爱 態态
+慣惯 慮虑 憂忧 憶忆 應应 懶懒 懷怀 戰战 戲戏 戶户 拋抛 捨舍 捲卷 掃扫 掛挂 揚扬 換换 揮挥 損损 搖摇 撐撑 撥拨 擁拥
+擇择 擊击 擋挡 擔担 據据 擬拟 擴扩 擷撷 擾扰 攔拦 攜携 攝摄 攤摊 敗败 敘叙 敵敌 數数 斂敛 斷断 於于 時时 晝昼 暈晕
+暫暂 曆历 書书 會会 朧胧 東东 條条 棄弃 棧栈 業业 極极 榮荣 構构 槍枪 槓杠 樁桩 樂乐 樓楼 標标 樣样 樹树 橋桥 機机
+檔档 檢检 櫃柜 欄栏 權权 歐欧 歡欢 歲岁 歷历 歸归 殘残 殺杀 殼壳 毀毁 氣气 氫氢 決决 沒没 淺浅 減减 測测 準准 溝沟
+滅灭 滯滞 滾滚 滿满 漢汉 漲涨 漸渐 潔洁 濃浓 濕湿 濾滤 瀏浏 灑洒 灣湾 災灾 為为 無无 煩烦 熱热 燈灯 爐炉 爭争 爲为
+爾尔 牀床 牆墙 牠它 犧牺 狀状 猶犹 獎奖 獨独 獲获 獻献 現现 瑪玛 環环 產产 畢毕 畫画 異异 當当 疊叠 瘋疯 療疗 發发
+盜盗 盡尽 監监 盤盘 眾众 睏困 確确 碼码 礎础 礙碍 礦矿 祕秘 禍祸 禮礼 稅税 種种 稱称 穀谷 積积 穩稳 窩窝 窮穷 竊窃
+競竞 筆笔 節节 範范 築筑 篩筛 簡简 簽签 籃篮 籌筹 籤签 糧粮 糾纠 紀纪 約约 紅红 紋纹 納纳 紐纽 純纯 紙纸 級级 紛纷
+細细 紹绍 終终 組组 結结 絕绝 絡络 給给 統统 絲丝 綁绑 經经 綜综 綠绿 綫线 維维 綱纲 網网 緊紧 緒绪 線线 締缔 緣缘
+編编 緩缓 緯纬 練练 縣县 縮缩 總总 織织 繞绕 繩绳 繪绘 繼继 續续 纏缠 罰罚 罷罢 羅罗 義义 習习 聖圣 聞闻 聯联 聰聪
+聲声 職职 聽听 肅肃 脈脉 脫脱 腦脑 腫肿 腳脚 膚肤 膠胶 膽胆 臉脸 臟脏 臨临 與与 興兴 舉举 舊旧 艙舱 艦舰 艱艰 莊庄
+華华 萬万 葉叶 蓋盖 蔣蒋 薦荐 藍蓝 藝艺 藥药 蘋苹 蘭兰 處处 虛虚 號号 蝦虾 蟲虫 蠟蜡 衆众 術术 衛卫 衝冲 裏里 補补
+裝装 裡里 製制 複复 襪袜 襯衬 見见 規规 視视 親亲 覺觉 覽览 觀观 觸触 訂订 計计 訊讯 討讨 訓训 託托 記记 訣诀 訪访
+設设 許许 訴诉 診诊 註注 詐诈 評评 詞词 詢询 試试 該该 詳详 誇夸 誌志 認认 誕诞 誘诱 語语 誠诚 誤误 說说 誰谁 課课
+調调 談谈 請请 諒谅 論论 諮咨 諸诸 諾诺 謀谋 謂谓 謊谎 謎谜 講讲 謝谢 謹谨 證证 識识 譜谱 譯译 議议 護护 讀读 變变
+讓让 讚赞 豈岂 豎竖 豐丰 豬猪 貓猫 貝贝 貞贞 負负 財财 貢贡 貨货 販贩 貪贪 貫贯 責责 貯贮 貴贵 貸贷 費费 貼贴 賀贺
+資资 賊贼 賓宾 賞赏 賠赔 賣卖 質质 賬账 賴赖 賺赚 購购 賽赛 贈赠 贊赞 贏赢 趕赶 趙赵 趨趋 跡迹 踐践 蹤踪 躍跃 車车
+軌轨 軍军 軟软 軸轴 較较 載载 輔辅 輕轻 輛辆 輩辈 輪轮 輯辑 輸输 輻辐 轄辖 轉转 轟轰 辦办 辭辞 辯辩 農农 迴回 這这
+連连 週周 進进 遊游 運运 過过 達达 違违 遙遥 遞递 遠远 適适 遲迟 遷迁 選选 遺遗 還还 邊边 邏逻 郵邮 鄉乡 鄭郑 鄰邻
+醜丑 醞酝 醫医 釀酿 釋释 針针 鈎钩 鈕钮 鈴铃 鉛铅 鉤钩 銀银 銅铜 銷销 鋒锋 鋪铺 錄录 錢钱 錦锦 錯错 錶表 鍊链 鍋锅
+鍵键 鎖锁 鎮镇 鏈链 鏟铲 鏡镜 鐘钟 鐵铁 鑑鉴 鑒鉴 鑰钥 長长 門门 閃闪 閉闭 開开 閑闲 閒闲 間间 閘闸 閣阁 閥阀 閱阅
+闆板 闊阔 闖闯 關关 闡阐 陣阵 陰阴 陸陆 陽阳 隊队 階阶 際际 隨随 險险 隱隐 隸隶 隻只 雖虽 雙双 雜杂 雞鸡 離离 難难
+雲云 電电 霧雾 靈灵 靜静 韌韧 韓韩 響响 頁页 頂顶 項项 順顺 須须 預预 頑顽 頒颁 頓顿 頗颇 領领 頭头 頸颈 頻频 顆颗
+題题 額额 顏颜 願愿 顛颠 類类 顧顾 顫颤 顯显 風风 颱台 飄飘 飛飞 飯饭 飼饲 飽饱 飾饰 餅饼 養养 餓饿 餘余 館馆 餵喂
+饋馈 馬马 駐驻 駕驾 騎骑 騙骗 騰腾 驅驱 驗验 驚惊 骯肮 髒脏 體体 髮发 鬆松 鬍胡 鬥斗 鬧闹 鬱郁 魚鱼 魯鲁 鮮鲜 鳥鸟
+鳳凤 鳴鸣 鹽盐 麗丽 麥麦 麵面 麼么 黃黄 點点 黨党 黴霉 齊齐 齒齿 齡龄 龍龙 龐庞 龜龟
 """
 _TRADITIONAL = {ord(pair[0]): pair[1] for pair in _TRADITIONAL_PAIRS.split()}
 
@@ -155,8 +168,11 @@ _PHRASES = {"get rid of": "remove", "take off": "remove", "two times": "twice", 
             "nothing gets printed": "not fire", "nothing is printed": "not fire", "nothing happens": "not fire",
             "never called": "not fire", "never runs": "not fire", "never fires": "not fire",
             "stop firing": "not fire", "stops firing": "not fire", "stopped firing": "not fire",
-            "micro batch": "microbatch", "micro-batch": "microbatch"}
-_PHRASE = re.compile(r"\b(" + "|".join(re.escape(p) for p in _PHRASES) + r")\b")
+            "micro batch": "microbatch", "micro-batch": "microbatch", "grad-cam": "gradcam", "grad cam": "gradcam"}
+#: A phrase (and "n't") counts where no letter, digit or underscore of the lower-cased text touches it: written out
+#: rather than ``\b``, which Python reads in Unicode (钩子 are letters to it) and JavaScript in ASCII.
+_PHRASE = re.compile(r"(?<![a-z0-9_])(" + "|".join(re.escape(p) for p in _PHRASES) + r")(?![a-z0-9_])")
+_NEGATION = re.compile(r"n['’]t(?![a-z0-9_])")
 #: Chinese words of the course (its glossary, i18n/zh/glossary.md) and the English word each stands for: a Chinese
 #: question then also meets the identifiers that Chinese sections keep in English (``remove()``, ``register_*``),
 #: and the Chinese words a learner uses for the course's ones (删掉 for 移除).
@@ -164,12 +180,21 @@ _TERMS_ZH = {
     "钩子": "hook", "前向": "forward", "反向": "backward", "梯度": "gradient", "张量": "tensor", "模块": "module",
     "层": "layer", "句柄": "handle", "注册": "register", "输出": "output", "输入": "input", "参数": "argument",
     "移除": "remove", "删掉": "remove", "删除": "remove", "去掉": "remove", "取下": "remove", "注销": "remove",
-    "卸载": "remove", "触发": "fire", "运行": "run", "调用": "call", "执行": "run", "修改": "change",
+    "卸载": "offload", "触发": "fire", "运行": "run", "调用": "call", "执行": "run", "修改": "change",
     "改变": "change", "更改": "change", "替换": "replace", "复制": "copy", "拷贝": "copy", "副本": "copy",
     "保存": "save", "错误": "error", "报错": "error", "出错": "error", "异常": "exception", "两次": "twice",
     "冻结": "frozen", "注意力": "attention", "优化器": "optimizer", "叶子": "leaf", "激活": "activation",
     "编译": "compile", "全局": "global", "返回": "return", "元组": "tuple", "原地": "inplace", "权重": "weight",
     "深拷贝": "deepcopy", "深复制": "deepcopy", "批次": "batch", "微批次": "microbatch", "累加": "accumulate",
+    "单元格": "cell", "检查点": "checkpoint", "注意力头": "head", "消融": "ablation", "修补": "patching",
+    "引导向量": "steering", "嵌入": "embedding", "词元": "token", "解码器": "decoder", "编码器": "encoder",
+    "损失": "loss", "特征": "feature", "量化": "quantization", "剪枝": "prune", "线程": "thread", "蒸馏": "distill",
+    "分片": "shard", "混合精度": "amp", "可视化": "visualize", "重新编译": "recompile", "节点": "node",
+    "计算图": "graph", "卷积": "conv", "残差流": "residual", "显著性": "saliency", "探针": "probe", "范数": "norm",
+    "裁剪": "clip", "掩码": "mask", "填充": "padding", "推理": "inference", "评估": "eval", "缓存": "cache",
+    "设备": "device", "分布式": "distributed", "预钩子": "pre", "完整": "full", "函数": "function", "内存": "memory",
+    "泄漏": "leak", "加载": "load", "训练": "train", "形状": "shape", "顺序": "order", "拖慢": "slow",
+    "开销": "overhead", "警告": "warning", "名字": "name", "偏置": "bias",
 }
 _TERM_ZH = re.compile("|".join(sorted(_TERMS_ZH, key=len, reverse=True)))
 #: Chinese words a learner types for the course's own (colloquial forms, question words, near-synonyms), each mapped
@@ -183,10 +208,26 @@ _SYNONYMS_ZH = {
     "怎样才能": " ", "如何才能": " ", "有没有办法": " ", "有什么办法": " ", "什么办法": " ",
     "怎么办": " ", "咋办": " ", "怎么弄": " ", "怎么搞": " ", "怎么做": " ", "该怎么": " ",
     "为什么": " ", "为啥": " ", "为何": " ", "怎么回事": " ", "咋回事": " ", "什么原因": " ", "是什么": " ",
-    "什么": " ", "能不能": " ", "可不可以": " ", "是不是": " ", "有没有": " ",
+    "什么": " ", "能不能": " ", "可不可以": " ", "是不是": " ", "有没有": " ", "怎么写": " ", "咋写": " ",
+    "如何写": " ", "该怎么写": " ", "要怎么写": " ", "咋整": " ", "怎么整": " ", "怎么破": " ", "咋破": " ",
+    "咋弄": " ", "咋搞": " ", "咋做": " ", "干嘛": " ", "干啥": " ", "啥情况": " ", "什么情况": " ", "能否": " ",
+    "可否": " ", "甚么": " ", "是啥": " ", "行不行": " ", "行吗": " ", "可行吗": " ", "对不对": " ", "对吗": " ",
+    "突然": " ", "居然": " ", "竟然": " ", "好像": " ", "似乎": " ", "明明": " ",
+    # what a thing is for
+    "作用": "作用", "有啥用": "作用", "有什么用": "作用", "干嘛用": "作用", "干啥用": "作用", "是干嘛的": "作用",
+    "干嘛的": "作用", "是干什么的": "作用", "干什么的": "作用", "干什么用": "作用", "做什么用": "作用",
+    "用来干嘛": "作用", "用来干啥": "作用", "用来做什么": "作用", "原理": "机制", "是干嘛用的": "作用",
+    "是干啥用的": "作用", "是用来干嘛的": "作用", "是用来做什么的": "作用", "是做什么用的": "作用",
+    # should I
+    "要不要": "应该", "需不需要": "应该", "需要不需要": "应该", "该不该": "应该", "应不应该": "应该", "用不用": "应该",
+    # the words around a question in a forum post
+    "请问": " ", "请教": " ", "求助": " ", "求教": " ", "求解": " ", "大佬们": " ", "大佬": " ", "各位": " ",
+    "小白": " ", "新手": " ", "有人知道": " ", "谁知道": " ", "想问一下": " ", "想问下": " ", "想问": " ",
+    "问一下": " ", "问下": " ", "到底": " ", "究竟": " ", "一下": " ", "在线等": " ", "谢谢": " ", "多谢": " ",
+    "感谢": " ",
     # taking a hook off
     "移除": "移除", "删除": "移除", "删掉": "移除", "删": "移除", "去掉": "移除", "去除": "移除", "拿掉": "移除",
-    "取下": "移除", "取消注册": "移除", "注销": "移除", "卸载": "移除", "卸掉": "移除", "清除": "移除", "清掉": "移除",
+    "取下": "移除", "取消注册": "移除", "注销": "移除", "卸载": "卸载", "卸掉": "移除", "清除": "移除", "清掉": "移除",
     "摘掉": "移除", "撤销": "移除", "解除": "移除", "去除掉": "移除",
     # putting one on
     "注册": "注册", "挂上": "注册", "挂到": "注册", "挂在": "注册", "挂个": "注册", "挂一个": "注册", "装上": "注册",
@@ -197,17 +238,22 @@ _SYNONYMS_ZH = {
     "不执行": "不触发", "没运行": "不触发", "没有运行": "不触发", "不运行": "不触发", "没反应": "不触发",
     "没有反应": "不触发", "不生效": "不触发", "没生效": "不触发", "没有生效": "不触发", "不起作用": "不触发",
     "不工作": "不触发", "失效": "不触发", "没用": "不触发", "没有用": "不触发", "不管用": "不触发",
+    "一点反应都没有": "不触发", "没什么反应": "不触发", "毫无反应": "不触发", "没有任何反应": "不触发",
+    "没动静": "不触发", "没有动静": "不触发", "没打印": "不触发", "没有打印": "不触发", "不打印": "不触发",
+    "什么都没打印": "不触发", "啥都没打印": "不触发", "不好使": "不触发", "不灵": "不触发",
     # running one
     "触发": "触发", "跑": "运行", "跑了": "运行", "执行": "运行", "运行": "运行",
     # twice
     "两次": "两次", "两遍": "两次", "两回": "两次", "二次": "两次", "2次": "两次", "多次": "两次", "重复": "两次",
     # memory
-    "内存": "内存", "显存": "内存", "显卡内存": "内存", "爆显存": "内存不足", "爆内存": "内存不足",
-    "内存溢出": "内存不足", "内存不够": "内存不足", "涨": "增长", "上涨": "增长", "暴涨": "增长", "飙升": "增长",
+    "内存": "内存", "显存": "内存", "显卡内存": "内存", "爆显存": "内存", "爆内存": "内存", "显存爆了": "内存",
+    "内存爆了": "内存", "炸显存": "内存", "撑爆": "内存", "内存溢出": "内存", "内存不够": "内存", "涨": "增长",
+    "上涨": "增长", "暴涨": "增长", "飙升": "增长",
     "越来越大": "增长", "一直增加": "增长", "泄露": "泄漏",
     # getting a value
     "获取": "获取", "拿到": "获取", "拿": "获取", "得到": "获取", "取得": "获取", "获得": "获取", "取出": "获取",
-    "提取": "获取", "抽取": "获取", "抓取": "获取", "抓到": "获取", "取到": "获取",
+    "提取": "获取", "抽取": "获取", "抓取": "获取", "抓到": "获取", "取到": "获取", "抓出来": "获取", "取出来": "获取",
+    "拿出来": "获取", "弄出来": "获取",
     # changing a value
     "修改": "修改", "改": "修改", "改掉": "修改", "更改": "修改", "改变": "修改", "篡改": "修改", "换掉": "替换",
     # the rest
@@ -215,14 +261,46 @@ _SYNONYMS_ZH = {
     "隐藏层": "中间层", "中间的层": "中间层", "反传": "反向传播", "回传": "反向传播", "正向": "前向", "拷贝": "复制",
     "存下来": "保存", "存起来": "保存", "存下": "保存", "存储": "保存", "保存": "保存", "冻住": "冻结",
     "变慢": "拖慢", "很慢": "拖慢", "慢不慢": "拖慢", "影响速度": "拖慢", "报错": "报错", "出错": "报错",
-    "抛异常": "报错", "抛出异常": "报错", "崩了": "报错", "勾子": "钩子", "钩子函数": "钩子", "回调函数": "钩子",
-    "中间结果": "中间层输出", "中间输出": "中间层输出", "显卡": "GPU", "多卡": "多 GPU", "多显卡": "多 GPU",
-    "单机多卡": "多 GPU", "清零": "置零", "归零": "置零", "不更新": "冻结", "不参与训练": "冻结", "固定住": "冻结",
+    "抛异常": "抛出异常", "抛出异常": "抛出异常", "抛了异常": "抛出异常", "抛错": "抛出异常", "抛出错误": "抛出异常",
+    "扔异常": "抛出异常", "崩了": "报错", "崩溃": "报错", "报了个错": "报错", "报了错": "报错", "勾子": "钩子",
+    "钩子函数": "钩子", "回调函数": "钩子",
+    "中间结果": "中间层输出", "中间输出": "中间层输出", "显卡": "gpu", "多卡": "多 gpu", "多显卡": "多 gpu",
+    "单机多卡": "多 gpu", "清零": "置零", "归零": "置零", "不更新": "冻结", "不参与训练": "冻结", "固定住": "冻结",
     "序列化": "保存", "存模型": "保存模型", "注意力矩阵": "注意力权重", "注意力图": "注意力权重",
     "注意力分数": "注意力权重", "卡死": "卡住", "死锁": "卡住", "就地": "原地", "累积": "累加", "梯度截断": "梯度裁剪",
     "没效果": "不触发", "没有效果": "不触发", "无效": "不触发", "没作用": "不触发", "没有作用": "不触发",
     "存": "保存", "存在": "存在", "存活": "存活", "缓存": "缓存", "生存": "生存",
     "何时": "何时", "什么时候": "何时", "啥时候": "何时", "多久": "何时",
+    "的时候": "时", "时候": "时", "谁先": "顺序", "先后": "顺序", "哪个先": "顺序", "先后顺序": "顺序",
+    "调用顺序": "顺序",
+    "好几个": "多个", "好多个": "多个", "很多个": "多个", "若干个": "多个", "若干": "多个",
+    "老": "旧", "老是": "总是", "老版本": "旧版", "老版": "旧版", "老的": "旧版",
+    "全是0": "全零", "全为0": "全零", "都是0": "全零", "都为0": "全零", "全0": "全零", "全是零": "全零",
+    "都是零": "全零", "全为零": "全零", "都为零": "全零", "全部为0": "全零", "全部是0": "全零", "为0": "为零",
+    "是0": "为零", "性能": "开销", "影响性能": "拖慢", "降低性能": "拖慢", "拖累": "拖慢", "卡顿": "拖慢",
+    "变卡": "拖慢", "不匹配": "对不上", "匹配不上": "对不上", "改名": "重命名", "改名字": "重命名",
+    "里面": "里", "里边": "里", "里头": "里", "以后": "之后", "以前": "之前", "完了": "之后", "完以后": "之后",
+    "完之后": "之后", "批大小": "batch 大小", "批量大小": "batch 大小", "看看": "查看", "瞅瞅": "查看",
+    "瞧瞧": "查看", "格子": "单元格", "重跑": "重新运行", "再跑一遍": "重新运行", "再跑一次": "重新运行",
+    "又跑了一遍": "重新运行", "重复运行": "重新运行", "重复执行": "重新运行", "再运行一次": "重新运行",
+    "再执行一次": "重新运行", "越挂越多": "叠加", "越来越多": "叠加", "区别": "区别", "差别": "区别", "差异": "区别",
+    "不同之处": "区别",
+    # what a learner says around the course's words
+    "是个啥东西": " ", "啥东西": " ", "什么东西": " ", "是个啥": " ", "求科普": " ", "科普": " ",
+    "定位": "找出", "排查": "找出", "查出": "找出", "揪出": "找出", "找到": "找出", "梯度爆炸": "梯度 inf",
+    "哪几种": "每一种", "几种": "每一种", "种类": "每一种", "死掉": "死亡", "神经元": "单元",
+    "with语句": "上下文管理器", "with 语句": "上下文管理器", "搬到": "卸载到", "挪到": "卸载到", "转移到": "卸载到",
+    "放到": "卸载到",
+    "已经": "已", "挂了哪些": "挂着什么", "挂了什么": "挂着什么", "挂着哪些": "挂着什么", "注册了哪些": "挂着什么",
+    "注册了什么": "挂着什么",
+    "有什么不同": "区别", "有啥不同": "区别", "哪里不同": "区别", "先执行": "顺序", "先运行": "顺序", "先触发": "顺序",
+    "各头": "注意力头", "逐头": "注意力头", "每个头": "注意力头", "每一个头": "注意力头",
+    # Taiwan's words (after :data:`_TRADITIONAL`)
+    "记忆体": "内存", "显示记忆体": "内存", "显示卡": "gpu", "模组": "模块", "函式": "函数", "传回": "返回",
+    "物件": "对象", "程式": "程序", "呼叫": "调用", "叫用": "调用", "执行绪": "线程", "资料": "数据", "预设": "默认",
+    "档案": "文件", "储存格": "单元格", "储存": "保存", "变数": "变量", "网路": "模型", "最佳化器": "优化器",
+    "最佳化": "优化", "演算法": "算法", "推论": "推理", "回圈": "循环", "介面": "接口", "除错": "调试",
+    "侦错": "调试", "例外": "异常", "丢出例外": "抛出异常", "抛出例外": "抛出异常", "快取": "缓存", "暂存": "缓存",
 }
 _SYNONYM_ZH = re.compile("|".join(sorted(map(re.escape, _SYNONYMS_ZH), key=len, reverse=True)))
 _DOUBLED = re.compile(r"([b-df-hj-np-tv-z])\1$")
@@ -245,6 +323,18 @@ def _stem(word: str) -> str:
     return _SYNONYMS.get(word, word)
 
 
+#: How many times :func:`_course_words_zh` replaces the words of :data:`_SYNONYMS_ZH`.
+_SYNONYM_ZH_PASSES = 2
+
+
+def _course_words_zh(text: str) -> str:
+    """``text`` with the Chinese words of :data:`_SYNONYMS_ZH` replaced by the course's, twice: a word of Taiwan's
+    (呼叫 for 调用) then also completes a phrase (没有被呼叫 -> 没有被调用 -> 不触发)."""
+    for _ in range(_SYNONYM_ZH_PASSES):
+        text = _SYNONYM_ZH.sub(lambda m: _SYNONYMS_ZH[m.group()], text)
+    return text
+
+
 def tokenize(text: str) -> list[str]:
     """The words BM25 compares: English words (lower-cased, lightly stemmed, identifiers whole and in parts),
     and for Chinese the English words of its glossary terms, then every character and every pair of neighbouring
@@ -256,8 +346,8 @@ def tokenize(text: str) -> list[str]:
     ['hook', 'fir', 'twic', '钩', '钩子', '子', '子触', '触', '触发', '发', '发两', '两', '两次', '次']
     """
     words: list[str] = []
-    text = _SYNONYM_ZH.sub(lambda m: _SYNONYMS_ZH[m.group()], normalize(_text(text, "tokenize")))
-    text = _PHRASE.sub(lambda m: _PHRASES[m.group()], re.sub(r"n['’]t\b", " not", text.lower()))
+    text = _course_words_zh(_simplified(normalize(_text(text, "tokenize"))))
+    text = _PHRASE.sub(lambda m: _PHRASES[m.group()], _NEGATION.sub(" not", text.lower()))
     negated = False  # the previous word was "not", "never" or "no": the next one also counts as "not_<word>"
     for match in _TOKEN.finditer(text):
         token = match.group()
@@ -290,14 +380,19 @@ def _text(text: Any, who: str, name: str = "text") -> str:
 
 
 def normalize(text: str) -> str:
-    """``text`` in Unicode NFKC form, in simplified characters: the full-width letters, digits and signs a Chinese
-    input method types (``ｈｏｏｋ``, ``（）``, ``，``) become their plain forms, and traditional characters
-    (:data:`_TRADITIONAL`) simplified ones, as in the course's own text.
+    """``text`` in Unicode NFKC form: the full-width letters, digits and signs a Chinese input method types
+    (``ｈｏｏｋ``, ``（）``, ``，``) become their plain forms. Nothing else changes (:func:`tokenize` and :func:`ask`
+    then also read traditional characters as the simplified ones of the course, :data:`_TRADITIONAL`).
 
     >>> normalize("ｈｏｏｋ 為什麼被調用了兩次？")
-    'hook 为什么被调用了两次?'
+    'hook 為什麼被調用了兩次?'
     """
-    return unicodedata.normalize("NFKC", _text(text, "normalize")).translate(_TRADITIONAL)
+    return unicodedata.normalize("NFKC", _text(text, "normalize"))
+
+
+def _simplified(text: str) -> str:
+    """``text`` (after :func:`normalize`) with the traditional characters of :data:`_TRADITIONAL` simplified."""
+    return text.translate(_TRADITIONAL)
 
 
 def detect_language(question: str) -> str:
@@ -552,21 +647,35 @@ _TOPIC_WORDS = frozenset(_stem(w) for w in """
     visualize visualise visualization saliency gradcam cam captum steering probe ablation patching quantization
     quantize prune norm clip clipping accumulate accumulation freeze frozen requires_grad retain_grad pytorch torch
     huggingface transformers pack unpack saved hookviz atlas notebook cell kernel widget callback intermediate
+    flop flops offload
     """.split())
-#: The Chinese words of what the course is about (after :data:`_SYNONYMS_ZH`), for the same check.
-_TOPIC_ZH = re.compile("|".join(sorted("""
-    钩子 钩 前向 反向 梯度 张量 模块 层 句柄 注册 移除 触发 输出 输入 参数 权重 偏置 激活 特征图 中间层 模型 训练 推理
-    内存 泄漏 损失 优化器 叶子 节点 计算图 检查点 编译 导出 全局 返回 元组 原地 深拷贝 复制 报错 错误 异常 警告 两次
-    冻结 注意力 嵌入 词元 解码器 编码器 卷积 归一化 量化 剪枝 裁剪 累加 累积 可视化 热力图 分布式 多卡 显卡 批次
-    反向传播 前向传播 自动求导 回调 拖慢
-    """.split(), key=len, reverse=True)))
+#: The Chinese words of what the course is about, for the same check: a word of the first list names the course's
+#: subject on its own (钩子, 梯度, 张量); those of the second are everyday words too (the 内存 of a phone, the 损失
+#: of an investment, the 推理 of a detective novel, the 训练 of a football team), and a question needs two of them.
+#: Looked for in the question after :func:`_simplified` and after :data:`_SYNONYMS_ZH` (显存 counts, though it
+#: becomes 内存).
+_TOPIC_ZH_ALONE = frozenset("""
+    钩子 前向 反向 梯度 张量 句柄 特征图 中间层 激活值 优化器 计算图 反向传播 前向传播 自动求导 深拷贝 元组 词元
+    卷积 归一化 显存 多卡 注意力权重 注意力头 热力图 叶子张量
+    """.split())
+_TOPIC_ZH_PAIRED = frozenset("""
+    钩 模块 层 注册 移除 触发 输出 输入 参数 权重 偏置 激活 模型 训练 推理 内存 泄漏 损失 叶子 节点 检查点 编译 导出
+    全局 返回 原地 复制 报错 错误 异常 警告 两次 冻结 注意力 嵌入 解码器 编码器 量化 剪枝 裁剪 累加 累积 可视化
+    分布式 显卡 批次 回调 拖慢 保存 加载 调用 特征 快照 修改
+    """.split())
+_TOPIC_ZH = re.compile("|".join(sorted(_TOPIC_ZH_ALONE | _TOPIC_ZH_PAIRED, key=len, reverse=True)))
+_CJK_RUN = re.compile(rf"[{_CJK}]+")
 
 
-def _on_topic(text: str, words: list[str]) -> bool:
-    """Whether a question (its text after :func:`normalize` and its words) names something the course is about."""
-    if any(w in _TOPIC_WORDS or "_" in w for w in words) or re.search(r"[a-z0-9]\.[a-z_]", text.lower()):
+def _on_topic(text: str) -> bool:
+    """Whether a question (its text after :func:`normalize` and :func:`_simplified`) names something the course is
+    about: an English word of :data:`_TOPIC_WORDS` or an identifier (``register_forward_hook``, ``torch.compile``)
+    that it types, a Chinese word of :data:`_TOPIC_ZH_ALONE`, or two of :data:`_TOPIC_ZH_PAIRED`."""
+    english = tokenize(_CJK_RUN.sub(" ", text))
+    if any(w in _TOPIC_WORDS or "_" in w for w in english) or re.search(r"[a-z0-9]\.[a-z_]", text.lower()):
         return True
-    return bool(_TOPIC_ZH.search(_SYNONYM_ZH.sub(lambda m: _SYNONYMS_ZH[m.group()], text)))
+    found = set(_TOPIC_ZH.findall(text + "\n" + _course_words_zh(text)))
+    return bool(found & _TOPIC_ZH_ALONE) or len(found) >= 2
 
 
 #: How many distinct words of a question are searched at most: rank-bm25 scores every document once per word, so a
@@ -586,13 +695,55 @@ def _weight(document: Document) -> float:
     """How much a match with ``document`` counts (:data:`_SOURCE_WEIGHTS`); the index's questions in Chinese count
     as a section's text: they are the course's translation, not a learner's own words."""
     if document.source == "question index" and document.language != "en":
-        return _ZH_QUESTION_WEIGHT
-    if document.language != "en":
-        return _SOURCE_WEIGHTS_ZH.get(document.source, 1.0)
+        return 1.0
     return _SOURCE_WEIGHTS.get(document.source, 1.0)
-_BM25_ZH = {}
-_ZH_QUESTION_WEIGHT = 1.0
-_SOURCE_WEIGHTS_ZH = {"question index": 1.5, "FAQ": 1.5, "clinic": 1.5}
+
+
+#: BM25's parameters for the Chinese index (``rank_bm25.BM25Okapi``'s keywords; the English one keeps the defaults).
+#: rank-bm25 gives a word found in more than half of the documents (钩子, its English ``hook``, and their characters
+#: 钩 and 子: four words for one) the IDF ``epsilon`` times the average IDF instead of a negative one; at the default
+#: 0.25 that is more than a rarer word such as 用 weighs, and sections that say 钩子 often outranked the one that holds
+#: the question's own words (Grad-CAM, NaN, detach). Chosen on tests/ask_zh_dev.yml.
+_BM25_ZH = {"epsilon": 0.05}
+
+
+def _query_weight(word: str) -> float:
+    """How much a word of a question counts: a single Chinese character :data:`_CHAR_WEIGHT`, any other word 1."""
+    return _CHAR_WEIGHT if len(word) == 1 and _HAS_CJK.match(word) else 1.0
+
+
+def ranking_tables() -> dict[str, Any]:
+    """What :func:`ask` reads a question with and ranks by, besides an index's documents and BM25 weights: the regular
+    expressions (Python's patterns, which JavaScript reads the same), word lists, weights and limits of this module,
+    as plain JSON values. ``scripts/build_site.py`` writes them into the site's ``ask-index.json``, and the site's
+    search (``site/_static/hookviz-ask.js``) does with them what :func:`tokenize`, :func:`ask` and the index do here:
+    a change to one of them reaches the site with the next build (tests/browser/test_site_browser.py checks the two
+    rank alike)."""
+    return {
+        "patterns": {
+            "token": _TOKEN.pattern, "has_cjk": _HAS_CJK.pattern, "cjk_run": _CJK_RUN.pattern,
+            "phrase": _PHRASE.pattern, "negation": _NEGATION.pattern, "term_zh": _TERM_ZH.pattern,
+            "synonym_zh": _SYNONYM_ZH.pattern,
+            "topic_zh": _TOPIC_ZH.pattern, "doubled": _DOUBLED.pattern,
+        },
+        "stop_words": sorted(_STOP_WORDS),
+        "stop_chars": "".join(sorted(_STOP_CHARS)),
+        "particles": "".join(sorted(_PARTICLES)),
+        "traditional": "".join(chr(code) + simple for code, simple in _TRADITIONAL.items()),
+        "synonyms": [list(pair) for pair in _SYNONYMS.items()],
+        "phrases": [list(pair) for pair in _PHRASES.items()],
+        "terms_zh": [list(pair) for pair in _TERMS_ZH.items()],
+        "synonyms_zh": [list(pair) for pair in _SYNONYMS_ZH.items()],
+        "synonym_zh_passes": _SYNONYM_ZH_PASSES,
+        "topic_words": sorted(_TOPIC_WORDS),
+        "topic_zh_alone": sorted(_TOPIC_ZH_ALONE),
+        "topic_zh_paired": sorted(_TOPIC_ZH_PAIRED),
+        "char_weight": _CHAR_WEIGHT,
+        "agreement": _AGREEMENT,
+        "max_words": MAX_WORDS,
+        "max_chars": MAX_CHARS,
+        "min_coverage": MIN_COVERAGE,
+    }
 
 
 class _Index:
@@ -605,7 +756,8 @@ class _Index:
         if not documents:
             raise CourseNotFoundError("the course has nothing to search: no notebooks, no question index")
         self.documents = documents
-        self.bm25 = BM25Okapi([tokenize(d.text) for d in documents], **(_BM25_ZH if documents[0].language == 'zh' else {}))
+        parameters = _BM25_ZH if documents[0].language != "en" else {}
+        self.bm25 = BM25Okapi([tokenize(d.text) for d in documents], **parameters)
         self.weights = np.asarray([_weight(d) for d in documents])
         self.max_idf = max(self.bm25.idf.values())
         #: the kind of evidence each document is: its source, and a section's heading alone apart from its text
@@ -636,6 +788,16 @@ class _Index:
         present = self.bm25.doc_freqs[index]
         return sum(weight for word, weight in weights.items() if word in present) / total if total > 0 else 0.0
 
+    def scores(self, words: list[str]) -> Any:
+        """Each document's score for the distinct ``words``: its BM25 score, each word's share weighed by
+        :func:`_query_weight`, times the document's source weight (:data:`_SOURCE_WEIGHTS`)."""
+        import numpy as np
+
+        total = np.zeros(len(self.documents))
+        for word in dict.fromkeys(words):
+            total += self.bm25.get_scores([word]) * _query_weight(word)
+        return total * self.weights
+
     def search(self, words: list[str], k: int, question: list[str] | None = None) -> list[tuple[Document, float]]:
         """The ``k`` best sections for ``words``, each with the document that matched best and its score.
 
@@ -652,8 +814,7 @@ class _Index:
         words = list(dict.fromkeys(words))
         if not words:
             return []
-        scores = sum(self.bm25.get_scores([w]) * (_CHAR_WEIGHT if len(w) == 1 and _HAS_CJK.match(w) else 1.0)
-                     for w in words) * self.weights
+        scores = self.scores(words)
         order = np.argsort(-scores, kind="stable")
         best = [int(i) for i in order[:10] if scores[i] > 0]
         if not best or max(self.coverage(question or words, i) for i in best) < MIN_COVERAGE:
@@ -973,13 +1134,13 @@ def ask(question: str, k: int = 3, language: str | None = None, *, root: Path | 
         ))
     k = check_k(k)
     root = check_root(root)
-    text = normalize(question.strip())
+    text = _simplified(normalize(question.strip()))
     chosen = check_language(language) or detect_language(text)
     index = build_index(root)[chosen]
     read = text[:MAX_CHARS]
     words = tokenize(read)
     searched, left_out = index.searched_words(words)
-    found = index.search(searched, k, question=words) if _on_topic(read, words) else []
+    found = index.search(searched, k, question=words) if _on_topic(read) else []
     answers = [Answer(d.title, d.link, d.source, score, d.summary, d.language) for d, score in found]
     note = ""
     if len(text) > MAX_CHARS or left_out:

@@ -23,6 +23,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from hookviz.guards import check_array, check_flag, check_int, check_number, shown
+from hookviz.i18n import tr
+
 __all__ = [
     "GRAD_LOG_RANGE",
     "Histogram",
@@ -117,12 +120,17 @@ class StridedSample:
 
 def as_numpy(value: Tensor | np.ndarray) -> np.ndarray:
     """A float numpy array of ``value`` (a detached tensor is converted; float16/bfloat16 become float32)."""
-    if isinstance(value, Tensor):
+    return _numbers(value, "value")
+
+
+def _numbers(value: Tensor | np.ndarray, name: str) -> np.ndarray:
+    """:func:`as_numpy`, refusing what is not numbers with a message that names the argument ``name``."""
+    if isinstance(value, Tensor) and not value.is_meta:  # the hot path: a tensor is converted as it always was
         value = value.detach()
         if value.dtype in (torch.float16, torch.bfloat16) or not value.is_floating_point():
             value = value.float()
         return value.cpu().numpy()
-    return np.asarray(value)
+    return check_array(value, name)
 
 
 class Padded:
@@ -135,6 +143,9 @@ class Padded:
     __slots__ = ("all_finite", "lengths", "mask", "values")
 
     def __init__(self, values: np.ndarray, mask: np.ndarray, lengths: np.ndarray) -> None:
+        values, mask = np.asarray(values), np.asarray(mask)
+        if mask.shape != values.shape:
+            raise ValueError(tr(f"mask must have the shape of values {values.shape}, not {mask.shape}"))
         self.values = values
         self.mask = mask
         self.lengths = lengths
@@ -154,7 +165,9 @@ def pad_samples(samples: Sequence[Tensor | np.ndarray] | Padded) -> Padded:
     """
     if isinstance(samples, Padded):
         return samples
-    samples = list(samples)
+    if isinstance(samples, (str, bytes, Tensor, np.ndarray)) or not isinstance(samples, Sequence):
+        raise TypeError(tr(f"samples must be a list of tensors or arrays (one per sample), not {shown(samples)}"))
+    samples = [s if isinstance(s, Tensor) else _numbers(s, "samples") for s in samples]
     lengths = np.array([s.numel() if isinstance(s, Tensor) else np.size(s) for s in samples], dtype=np.int64)
     width = int(lengths.max()) if len(lengths) else 0
     buf = np.zeros((len(samples), max(width, 1)), dtype=np.float32)
@@ -248,7 +261,8 @@ def abs_histograms(
     """
     p = pad_samples(samples)
     buf = p.values
-    lim = np.asarray(limits, dtype=np.float32)
+    bins = check_int(bins, "bins", minimum=1)
+    lim = np.asarray(check_array(limits, "limits"), dtype=np.float32)
     if lim.shape != (len(buf),) or np.any(~np.isfinite(lim)) or np.any(lim <= 0):
         raise ValueError("limits must be one positive, finite number per sample")
     finite = p.mask if p.all_finite else np.isfinite(buf) & p.mask
@@ -268,6 +282,10 @@ def log_histograms(
     Exact zeros, NaN and Inf are left out (see :func:`sample_stats`); values outside the range go
     to the first or last bin. Returns ``(counts of shape (len(samples), bins), edges)``.
     """
+    lo, hi = check_number(lo, "lo"), check_number(hi, "hi")
+    if hi <= lo:
+        raise ValueError(tr(f"lo must be below hi (a range of log10|x|), not lo={lo:g}, hi={hi:g}"))
+    bins = check_int(bins, "bins", minimum=1)
     p = pad_samples(samples)
     buf = p.values
     keep = (buf != 0) if p.all_finite else np.isfinite(buf) & p.mask & (buf != 0)
@@ -278,6 +296,7 @@ def log_histograms(
 
 def nice_limit(value: float) -> float:
     """Round a positive magnitude up to 1, 2 or 5 times a power of ten (1 for zero, NaN or Inf)."""
+    value = check_number(value, "value", finite=False)
     if not np.isfinite(value) or value <= 0:
         return 1.0
     exp = np.floor(np.log10(value))
@@ -317,7 +336,9 @@ def histogram(values: Tensor | np.ndarray, bins: int = 40, drop_zeros: bool = Fa
     are left out of the bins and counted in ``Histogram.zeros`` (behind a ReLU or a max-pool most of a
     gradient is exactly zero, and that one spike would flatten every other bar).
     """
-    arr = as_numpy(values).reshape(-1)
+    arr = _numbers(values, "values").reshape(-1)
+    bins = check_int(bins, "bins", minimum=1)
+    drop_zeros = check_flag(drop_zeros, "drop_zeros")
     nan = int(np.isnan(arr).sum())
     inf = int(np.isinf(arr).sum())
     finite = arr[np.isfinite(arr)]
@@ -347,8 +368,9 @@ class RunHistory:
     """
 
     def __init__(self, capacity: int = 512) -> None:
-        if capacity < 2 or capacity % 2:
-            raise ValueError(f"capacity must be an even number of points >= 2, got {capacity}")
+        capacity = check_int(capacity, "capacity", minimum=2)
+        if capacity % 2:
+            raise ValueError(tr(f"capacity must be an even number of points, not {capacity}"))
         self.capacity = capacity
         self.width = 1
         self.count = 0

@@ -11,6 +11,9 @@ import difflib
 import unicodedata
 from collections.abc import Iterable, Sequence
 
+from hookviz.guards import check_int, check_number, check_str, check_strings, shown
+from hookviz.i18n import tr
+
 __all__ = ["closest_names", "closest_hint", "display_width", "text_table"]
 
 
@@ -21,6 +24,7 @@ def display_width(text: str) -> int:
     >>> display_width("where"), display_width("位置"), display_width("（1）")
     (5, 4, 5)
     """
+    check_str(text, "text")
     return sum(
         0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
         for char in text
@@ -47,13 +51,15 @@ def text_table(
     conv  2
     fc    10
     """
-    body = [tuple(str(cell) for cell in row) for row in rows]
+    header = tuple(str(h) for h in _cells(headers, "headers"))
+    if not header:
+        raise ValueError(tr("headers is empty: give the name of each column"))
+    body = [tuple(str(cell) for cell in _cells(row, "rows")) for row in _cells(rows, "rows")]
     if not body and empty is not None:
         return empty
-    header = tuple(str(h) for h in headers)
     for row in body:
         if len(row) != len(header):
-            raise ValueError(f"a row has {len(row)} cells, the header has {len(header)}: {row!r}")
+            raise ValueError(tr(f"rows: a row has {len(row)} cells, the header has {len(header)}: {row!r}"))
     table = [header, *body]
     widths = [max(display_width(row[i]) for row in table) for i in range(len(header))]
     lines = ["  ".join(_pad(cell, w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
@@ -62,8 +68,20 @@ def text_table(
     return "\n".join(lines)
 
 
+def _cells(value: object, name: str) -> list[object]:
+    """``value`` as a list of cells: a list, tuple or other collection (a string alone would be read letter by
+    letter, and is refused)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(tr(f"{name} must be a list (of cells), not {shown(value)}"))
+    return list(value)
+
+
 def closest_names(name: str, candidates: Iterable[str], *, n: int = 3, cutoff: float = 0.5) -> list[str]:
     """Up to ``n`` of ``candidates`` that look most like ``name`` (empty names are skipped)."""
+    check_str(name, "name")
+    candidates = check_strings(candidates, "candidates")
+    n = check_int(n, "n", minimum=1)
+    cutoff = check_number(cutoff, "cutoff", minimum=0.0, maximum=1.0)
     return difflib.get_close_matches(name, [c for c in candidates if c], n=n, cutoff=cutoff)
 
 

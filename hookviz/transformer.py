@@ -16,9 +16,13 @@ Layer names (``named_modules()``): ``embed`` (token embedding), ``pos_embed`` (l
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
+from hookviz.guards import check_int, check_module, check_number, check_seed, run_mode, run_model, shown_array
+from hookviz.i18n import N_, join_notes
 from hookviz.models import load_bundled_weights
 
 __all__ = [
@@ -36,6 +40,8 @@ __all__ = [
 TINY_WEIGHTS_FILE = "assets/tiny_transformer.pt"
 VOCAB_SIZE = 10  # the digit tokens 0..9
 SEQ_LEN = 8
+#: The most tokens :func:`make_tiny_batch` makes at once (int64: 800 MB); the course's batches hold 64 x 8.
+MAX_TOKENS = 10**8
 
 
 class TinyTransformer(nn.Module):
@@ -72,34 +78,51 @@ class TinyTransformer(nn.Module):
         The model was trained on rows of exactly ``seq_len`` tokens: a shorter row runs, but its
         positions mirror around ``seq_len``, not around its own length, so it is not reversed.
         """
-        self._check_tokens(tokens)
+        _check_tokens(tokens, "tokens", seq_len=self.seq_len, vocab_size=self.embed.num_embeddings)
         positions = torch.arange(tokens.shape[1], device=tokens.device)
         x = self.embed(tokens) + self.pos_embed(positions)
         return self.head(self.encoder(x, src_key_padding_mask=src_key_padding_mask))
 
-    def _check_tokens(self, tokens: Tensor) -> None:
-        """Refuse tokens the model cannot read, naming the fix (a raw IndexError would name neither)."""
-        if not isinstance(tokens, Tensor):
-            raise TypeError(f"tokens must be an int64 tensor of shape (N, L), not {type(tokens).__name__}")
-        if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
-            raise TypeError(f"tokens must be integer token ids (int64), not {tokens.dtype}; pass tokens.long()")
-        if tokens.ndim != 2:
-            fix = "; for one row pass tokens[None]" if tokens.ndim == 1 else ""
-            raise ValueError(f"tokens must have shape (N, L) (a batch of rows), not {tuple(tokens.shape)}{fix}")
-        if tokens.shape[1] > self.seq_len:
-            raise ValueError(
-                f"rows of {tokens.shape[1]} tokens are longer than the {self.seq_len} positions this model "
-                f"learned; pass at most {self.seq_len} tokens per row"
-            )
-        vocab = self.embed.num_embeddings
-        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
-            raise ValueError(
-                f"token ids must be from 0 to {vocab - 1}, but they run from {int(tokens.min())} to {int(tokens.max())}"
-            )
+
+def _check_tokens(tokens: Any, name: str, *, seq_len: int | None = None, vocab_size: int | None = None) -> Tensor:
+    """``tokens`` when it is a batch of token ids: an integer tensor of shape ``(N, L)``, with ``L <= seq_len`` and ids
+    from ``0`` to ``vocab_size - 1`` (when given); else a clear error naming ``name`` and the fix (torch's own
+    IndexError would name neither)."""
+    if not isinstance(tokens, Tensor):
+        raise TypeError(join_notes([
+            N_(f"{name} must be an int64 tensor of shape (N, L), not {shown_array(tokens)}"),
+            N_(f"convert with torch.as_tensor({name}), or make a batch with make_tiny_batch()"),
+        ]))
+    if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+        raise TypeError(join_notes([
+            N_(f"{name} must be integer token ids (int64), not {tokens.dtype}"), N_(f"pass {name}.long()"),
+        ]))
+    if tokens.ndim != 2:
+        raise ValueError(join_notes([
+            N_(f"{name} must have shape (N, L) (a batch of rows), not {tuple(tokens.shape)}"),
+            N_(f"for one row pass {name}[None]") if tokens.ndim == 1 else N_("pass one row of tokens per sample"),
+        ]))
+    if seq_len is not None and tokens.shape[1] > seq_len:
+        raise ValueError(join_notes([
+            N_(f"{name} has rows of {tokens.shape[1]} tokens, longer than the {seq_len} positions this model learned"),
+            N_(f"pass at most {seq_len} tokens per row"),
+        ]))
+    if vocab_size is not None and tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size):
+        raise ValueError(join_notes([
+            N_(f"token ids must be from 0 to {vocab_size - 1}, but {name} holds ids from {int(tokens.min())} to "
+               f"{int(tokens.max())}"),
+            N_(f"pass ids of the model's vocabulary (make_tiny_batch(n, vocab_size={vocab_size}) makes them)"),
+        ]))
+    return tokens
 
 
 def reverse_targets(tokens: Tensor) -> Tensor:
     """The task's answer: each row of ``tokens`` reversed (position ``i`` gets token ``L - 1 - i``)."""
+    if not isinstance(tokens, Tensor) or tokens.ndim == 0:
+        raise TypeError(join_notes([
+            N_(f"tokens must be a tensor of rows of tokens, not {shown_array(tokens)}"),
+            N_("convert with torch.as_tensor(tokens), or make a batch with make_tiny_batch()"),
+        ]))
     return tokens.flip(-1)
 
 
@@ -111,6 +134,15 @@ def make_tiny_batch(
     The same ``seed`` gives the same batch on every machine (a ``torch.Generator`` seeded with it;
     the global random state is not touched). Both tensors are int64 of shape ``(n, seq_len)``.
     """
+    n = check_int(n, "n", minimum=1, fix=N_("the number of rows, e.g. make_tiny_batch(64)"))
+    seed = check_seed(seed)
+    seq_len = check_int(seq_len, "seq_len", minimum=1, fix=N_(f"tokens per row, e.g. {SEQ_LEN}"))
+    vocab_size = check_int(vocab_size, "vocab_size", minimum=1, fix=N_(f"how many token ids, e.g. {VOCAB_SIZE}"))
+    if n * seq_len > MAX_TOKENS:
+        raise ValueError(join_notes([
+            N_(f"n * seq_len must be at most {MAX_TOKENS:,} tokens, not {n:,} * {seq_len:,}"),
+            N_("make n or seq_len smaller (the course's batches are 64 rows of 8 tokens)"),
+        ]))
     generator = torch.Generator().manual_seed(seed)
     tokens = torch.randint(0, vocab_size, (n, seq_len), generator=generator)
     return tokens, reverse_targets(tokens)
@@ -118,13 +150,22 @@ def make_tiny_batch(
 
 @torch.no_grad()
 def tiny_accuracy(model: nn.Module, tokens: Tensor, targets: Tensor) -> float:
-    """Fraction of positions whose arg-max logit equals the target (model put in eval mode, restored after)."""
-    was_training = model.training
-    model.eval()
-    try:
-        return (model(tokens).argmax(dim=-1) == targets).float().mean().item()
-    finally:
-        model.train(was_training)
+    """Fraction of positions whose arg-max logit equals the target (model put in eval mode; every submodule's own
+    mode is put back after)."""
+    check_module(model, "model")
+    tokens, targets = _check_tokens(tokens, "tokens"), _check_tokens(targets, "targets")
+    if not tokens.numel():
+        raise ValueError(join_notes([
+            N_(f"tokens is empty (shape {tuple(tokens.shape)})"), N_("pass at least one row of one token"),
+        ]))
+    if targets.shape != tokens.shape:
+        raise ValueError(join_notes([
+            N_(f"targets has shape {tuple(targets.shape)}, and tokens {tuple(tokens.shape)}"),
+            N_("pass one target per token (make_tiny_batch gives both)"),
+        ]))
+    with run_mode(model, False):
+        predictions = run_model(model, tokens, "tiny_accuracy", "tokens").argmax(dim=-1)
+    return (predictions == targets).float().mean().item()
 
 
 def train_tiny_transformer(
@@ -136,6 +177,12 @@ def train_tiny_transformer(
     :func:`make_tiny_batch` with seed ``seed * 100_003 + 10_000 + k`` (never the seeds of the held-out
     batches used by tests and notebooks, which stay below 10,000). Adam, cross-entropy per token.
     """
+    steps = check_int(steps, "steps", minimum=0, fix=N_("training steps, e.g. 1500"))
+    batch_size = check_int(batch_size, "batch_size", minimum=1, maximum=MAX_TOKENS // SEQ_LEN,
+                           fix=N_("rows per step, e.g. 128"))
+    lr = check_number(lr, "lr", above=0, fix=N_("the learning rate, e.g. 3e-3"))
+    seed = check_seed(seed)
+    check_seed(seed * 100_003 + 10_000 + steps, "seed * 100_003 + 10_000 + steps", fix=N_("use a smaller seed"))
     torch.manual_seed(seed)
     model = TinyTransformer()
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)

@@ -611,7 +611,8 @@ def decode_counts(text: str) -> dict[int, int]:
 def ask_index(language: str, repo: Path = REPO) -> dict:
     """``hookviz.ask``'s index of one language, for the browser (``site/_static/hookviz-ask.js``): its documents
     (link, source, title, summary, length, weight, words with their counts, kind of evidence), BM25's idf and
-    parameters, and what its tokenizer uses (Python's own regular expressions, word lists and limits)."""
+    parameters, and what it reads a question with and ranks by (``hookviz.search.ranking_tables``: Python's own
+    regular expressions, word lists, weights and limits)."""
     sys.path.insert(0, str(repo))
     from hookviz import search
 
@@ -639,25 +640,9 @@ def ask_index(language: str, repo: Path = REPO) -> dict:
         "k1": bm25.k1,
         "b": bm25.b,
         "avgdl": bm25.avgdl,
-        "agreement": search._AGREEMENT,
+        "average_idf": bm25.average_idf,
         "documents": documents,
-        "tokenizer": {
-            "patterns": {
-                "token": search._TOKEN.pattern, "has_cjk": search._HAS_CJK.pattern, "phrase": search._PHRASE.pattern,
-                "term_zh": search._TERM_ZH.pattern, "synonym_zh": search._SYNONYM_ZH.pattern,
-                "topic_zh": search._TOPIC_ZH.pattern, "doubled": search._DOUBLED.pattern,
-            },
-            "stop_words": sorted(search._STOP_WORDS),
-            "stop_chars": "".join(sorted(search._STOP_CHARS)),
-            "synonyms": list(search._SYNONYMS.items()),
-            "phrases": list(search._PHRASES.items()),
-            "terms_zh": list(search._TERMS_ZH.items()),
-            "synonyms_zh": list(search._SYNONYMS_ZH.items()),
-            "topic_words": sorted(search._TOPIC_WORDS),
-            "max_words": search.MAX_WORDS,
-            "max_chars": search.MAX_CHARS,
-            "min_coverage": search.MIN_COVERAGE,
-        },
+        "tokenizer": search.ranking_tables(),
     }
 
 

@@ -493,7 +493,7 @@ def _whole_message(text: str, labels: CellLabels, depth: int = 0) -> str | None:
     from hookviz.i18n import _compiled, _name, catalogue
 
     table = catalogue("zh")
-    if text in _compiled("zh")[0] and labels.literal is not None and labels.literal.fullmatch(text):
+    if text in _compiled("zh").exact and labels.literal is not None and labels.literal.fullmatch(text):
         return translate(text, "zh")  # a whole label of the cell without fields: hookviz.tr prefers it too
     for pattern, key in labels.patterns:
         match = pattern.fullmatch(text)

@@ -9,8 +9,7 @@ alarm per 30 clean models, and no case whose model state the diagnosis changed.
 from __future__ import annotations
 
 import pytest
-
-from tests.doctor_blind.score import format_table, format_verbose, score_all
+from doctor_blind.score import format_table, format_verbose, score_all
 
 
 @pytest.fixture(scope="module")

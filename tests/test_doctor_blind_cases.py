@@ -8,8 +8,7 @@ every clean model must run one forward (and backward where grad is on) in its co
 from __future__ import annotations
 
 import pytest
-
-from tests.doctor_blind import FAMILIES, all_cases, run_case
+from doctor_blind import FAMILIES, all_cases, run_case
 
 CASES = all_cases()
 PLANTED = [c for c in CASES if c.planted]

@@ -6,8 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from tests.doctor_blind.score import score_all
+from doctor_blind.score import score_all
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -441,6 +441,9 @@ def _legacy_global_backward_after(model: nn.Module) -> Any:
     import torch.nn.modules.module as module_hooks
 
     flag = module_hooks._global_is_full_backward_hook
+    # As in a fresh process: another test in this worker may have registered a global full backward hook, and
+    # PyTorch keeps the flag after its removal (tests/test_global_backward_flag.py).
+    module_hooks._global_is_full_backward_hook = None
     try:
         TimelineState(model)
         with module_hooks.register_module_backward_hook(lambda m, gi, go: None):  # refused if the flag stuck

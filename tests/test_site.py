@@ -203,7 +203,10 @@ def test_the_search_index_is_hookviz_asks() -> None:
     assert all(0 <= n < words for doc in data["documents"] for n in build_site.decode_counts(doc[6]))
     assert build_site.encode_counts({3: 1, 10: 2}) == "6,f,2" and build_site.decode_counts("6,f,2") == {3: 1, 10: 2}
     assert build_site.decode_counts(build_site.encode_counts({0: 5, 70000: 1})) == {0: 5, 70000: 1}
-    assert data["tokenizer"]["terms_zh"][0] == list(search._TERMS_ZH.items())[0]
+    # what ask reads a question with and ranks by, through its public table (JSON values only: the page reads them)
+    assert data["tokenizer"] == json.loads(json.dumps(search.ranking_tables(), ensure_ascii=False))
+    assert data["tokenizer"]["terms_zh"][0] == list(next(iter(search._TERMS_ZH.items())))
+    assert data["average_idf"] == index.bm25.average_idf
 
 
 # ---------------------------------------------------------------------------------------------- the checker

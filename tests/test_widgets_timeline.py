@@ -217,8 +217,13 @@ def test_the_timeline_leaves_the_global_backward_kind_free() -> None:
     import torch.nn.modules.module as module_hooks
 
     flag = module_hooks._global_is_full_backward_hook
-    TimelineState()
-    assert module_hooks._global_is_full_backward_hook is flag
-    with module_hooks.register_module_backward_hook(lambda m, gi, go: None):
-        pass
-    module_hooks._global_is_full_backward_hook = flag
+    # As in a fresh process: another test in this worker may have registered a global full backward hook, and
+    # PyTorch keeps the flag after its removal (tests/test_global_backward_flag.py).
+    module_hooks._global_is_full_backward_hook = None
+    try:
+        TimelineState()
+        assert module_hooks._global_is_full_backward_hook is None
+        with module_hooks.register_module_backward_hook(lambda m, gi, go: None):
+            pass
+    finally:
+        module_hooks._global_is_full_backward_hook = flag

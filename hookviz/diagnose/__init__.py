@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -311,3 +312,15 @@ def diagnose(
         if claims is not None:
             claims.release_model(model, owner)
     return Diagnosis(notes + ordered(run.findings))
+
+
+class _CallableModule(types.ModuleType):
+    """This package, callable: ``hookviz.diagnose(model, inputs)`` runs :func:`diagnose`, while ``import
+    hookviz.diagnose as dg`` (which Python looks up as the attribute ``hookviz.diagnose``) gives the package itself,
+    with :data:`RULES`, :func:`clinic` and :data:`NOT_DETECTABLE`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Diagnosis:
+        return diagnose(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from hookviz.guards import check_int, check_str, shown
 from hookviz.i18n import N_, get_language, tr, translate
 from hookviz.text import text_table
 
@@ -32,8 +34,14 @@ GLOBAL_EVERY_MODEL = "notebooks/05_lifetime_and_global_hooks.ipynb#global-every-
 EVAL_NO_GRAD = "notebooks/05_lifetime_and_global_hooks.ipynb#eval-no-grad"
 
 
+#: The clinic's mistakes are numbered from 1 to this.
+CLINIC_MISTAKES = 36
+
+
 def clinic(number: int) -> str:
     """The link to the clinic's section for mistake ``number`` (``notebooks/11_mistakes_clinic.ipynb#mistake-07``)."""
+    number = check_int(number, "number", minimum=1, maximum=CLINIC_MISTAKES,
+                       fix=N_(f"the clinic's mistakes are numbered 1 to {CLINIC_MISTAKES}, e.g. clinic(7)"))
     return f"{CLINIC}#mistake-{number:02d}"
 
 
@@ -134,6 +142,13 @@ class Diagnosis(list[Finding]):
     """
 
     columns = ("#", N_("severity"), N_("kind"), N_("where"), N_("see"))
+
+    def __init__(self, findings: Iterable[Finding] = ()) -> None:
+        findings = list(findings)
+        for item in findings:
+            if not isinstance(item, Finding):
+                raise TypeError(tr(f"a Diagnosis holds Finding objects (what diagnose() returns), not {shown(item)}"))
+        super().__init__(findings)
     html_columns = ("#", N_("severity"), N_("kind"), N_("where"), N_("what happens"), N_("fix"), N_("see"))
 
     def __str__(self) -> str:
@@ -167,6 +182,7 @@ class Diagnosis(list[Finding]):
 
     def at(self, where: str) -> Diagnosis:
         """The findings whose ``where`` names ``where`` (exactly, or as one of a comma-separated list)."""
+        check_str(where, "where", fix=N_("a module's name as the findings show it, e.g. diagnosis.at('features.0')"))
         return Diagnosis(f for f in self if where in f.where.split(", "))
 
 

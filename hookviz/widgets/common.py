@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from hookviz.guards import check_int, check_number, run_mode
+from hookviz.guards import check_int, check_number, check_png, check_str, failing_layer, run_mode, run_model
 from hookviz.i18n import tr
 
 __all__ = [
@@ -91,8 +91,8 @@ class StaticPicture:
     """
 
     def __init__(self, png: bytes, caption: str) -> None:
-        self.png = png
-        self.caption = caption
+        self.caption = check_str(caption, "caption")
+        self.png = check_png(png, "png")
 
     def _repr_png_(self) -> bytes:
         return self.png
@@ -285,48 +285,6 @@ def check_model(model: Any, who: str) -> nn.Module:
                 "materialise the model first, e.g. model.to_empty(device='cpu') and load_state_dict(...)"
             )
     return model
-
-
-def failing_layer(model: nn.Module, exc: BaseException) -> str | None:
-    """The qualified name of the innermost submodule of ``model`` whose code was running when ``exc`` was raised."""
-    names = {id(m): (n or "<root>") for n, m in model.named_modules(remove_duplicate=False)}
-    found = None
-    tb = exc.__traceback__
-    while tb is not None:
-        owner = tb.tb_frame.f_locals.get("self")
-        if isinstance(owner, nn.Module) and id(owner) in names:
-            found = names[id(owner)]
-        tb = tb.tb_next
-    return found
-
-
-def describe_value(value: Any) -> str:
-    """A short description of a model input: ``tensor (8, 1, 8, 8) float32``, ``list of 3``..."""
-    if isinstance(value, Tensor):
-        return f"tensor {tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
-    if isinstance(value, (list, tuple, dict)):
-        return f"{type(value).__name__} of {len(value)}"
-    return type(value).__name__
-
-
-def run_model(model: nn.Module, inputs: Any, who: str, arg: str = "inputs", **kwargs: Any) -> Any:
-    """``model(inputs, **kwargs)``; an error inside the model is raised again naming who, the argument, the layer."""
-    try:
-        return model(inputs, **kwargs)
-    except (RuntimeError, ValueError, TypeError, IndexError, AssertionError) as exc:
-        layer = failing_layer(model, exc)
-        where = f" in layer {layer!r}" if layer else ""
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        message = (
-            f"{who}: {type(model).__name__} failed on {arg} ({describe_value(inputs)}){where}: "
-            f"{type(exc).__name__}: {first_line}. Pass {arg} the model accepts (first dimension = samples; "
-            "the dtype and device of its weights)"
-        )
-        try:
-            error = type(exc)(message)
-        except Exception:  # an exception class with another signature
-            error = RuntimeError(message)
-        raise error from exc
 
 
 # --------------------------------------------------------------------------- one model, one user at a time

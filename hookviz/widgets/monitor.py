@@ -568,7 +568,10 @@ class MonitorState:
 
     def _loop(self, steps: int, on_update: Callable[[MonitorState], None] | None, interval: float) -> None:
         self._follow_layers(self.step)  # changed between two runs: "in step N" is the last step before
-        cap = self._capture(key=self.key, reduce=self.reducer)
+        # only this thread's calls are steps: a probe drawn for the layer picker, or the user running the model in
+        # another thread meanwhile, must not land in the step's records (a call without a gradient: NaN statistics)
+        thread = threading.get_ident()
+        cap = self._capture(key=self.key, reduce=self.reducer, thread=thread)
         always = self.capture_every == 1
         last_update = time.perf_counter()
         try:
@@ -592,7 +595,7 @@ class MonitorState:
                         self.step += 1
                 if self._follow_layers(self.step):  # the step replaced or removed a watched layer
                     cap.stop()
-                    cap = self._capture(key=self.key, reduce=self.reducer)
+                    cap = self._capture(key=self.key, reduce=self.reducer, thread=thread)
                     if always:
                         cap.start()
                 with self._lock:
@@ -968,6 +971,9 @@ class TrainingMonitor(StaticFallback, widgets.VBox):
     again continues where it stopped. The live row (the probe digit, the chosen layer's feature maps
     for it and that layer's gradient histogram) refreshes several times a second; the charts below
     every few seconds (they cost more to draw) and at the end. The state is at ``monitor.state``.
+
+    ``interval``: seconds between two live redraws (0: after every step); ``charts_every``: seconds between two
+    redraws of the charts (0: as often as their drawing cost allows).
     """
 
     #: Seconds between two redraws of the fast charts (loss, mean |gradient|) while training runs. They are

@@ -1,11 +1,12 @@
 /* hookviz.ask in the browser: the site's search ranks the course's sections as hookviz.ask does.
  *
  * The index (ask-index.json, written by scripts/build_site.py from hookviz.search.build_index) holds ask's own
- * documents, the words of each and their counts, BM25's idf and parameters, the source weights, and what ask's
- * tokenizer uses: its regular expressions (Python's own patterns, which JavaScript reads the same), word lists and
- * limits. This file does what hookviz/search.py does with them: `ask` (normalize, the on-topic check, the words
- * searched), `tokenize`, BM25 Okapi scores (as rank_bm25 computes them) times each source's weight, the coverage
- * check, then one result per section with the other kinds of evidence added (_Index.search).
+ * documents, the words of each and their counts, BM25's idf and parameters, the source weights, and what ask reads
+ * a question with and ranks by (hookviz.search.ranking_tables: its regular expressions, Python's own patterns, which
+ * JavaScript reads the same; word lists; weights and limits). This file does what hookviz/search.py does with them:
+ * `ask` (normalize, traditional characters simplified, the on-topic check, the words searched), `tokenize`, BM25
+ * Okapi scores (as rank_bm25 computes them, each word weighed as _query_weight does) times each source's weight, the
+ * coverage check, then one result per section with the other kinds of evidence added (_Index.search).
  * tests/browser/test_site_browser.py checks that it gives hookviz.ask's answers: change both together.
  */
 (function () {
@@ -16,6 +17,11 @@
     const t = data.tokenizer;
     this.stopWords = new Set(t.stop_words);
     this.stopChars = new Set(Array.from(t.stop_chars));
+    this.particles = new Set(Array.from(t.particles));
+    const traditional = Array.from(t.traditional);
+    this.traditional = new Map();
+    for (let i = 0; i + 1 < traditional.length; i += 2) this.traditional.set(traditional[i], traditional[i + 1]);
+    this.topicZhAlone = new Set(t.topic_zh_alone);
     this.synonyms = new Map(t.synonyms);
     this.phrases = new Map(t.phrases);
     this.termsZh = new Map(t.terms_zh);
@@ -23,9 +29,11 @@
     this.topicWords = new Set(t.topic_words);
     const g = (pattern) => new RegExp(pattern, "g");
     this.phrase = g(t.patterns.phrase);
+    this.negation = g(t.patterns.negation);
     this.termZh = g(t.patterns.term_zh);
     this.synonymZh = g(t.patterns.synonym_zh);
-    this.topicZh = new RegExp(t.patterns.topic_zh);
+    this.topicZh = g(t.patterns.topic_zh);
+    this.cjkRun = g(t.patterns.cjk_run);
     this.token = g(t.patterns.token);
     this.hasCjk = new RegExp(t.patterns.has_cjk);
     this.doubled = new RegExp(t.patterns.doubled);
@@ -69,15 +77,29 @@
     return this.synonyms.has(word) ? this.synonyms.get(word) : word;
   };
 
+  /* hookviz.search._course_words_zh */
   Index.prototype.zhSynonyms = function (text) {
-    return text.replace(this.synonymZh, (m) => this.synonymsZh.get(m));
+    for (let pass = 0; pass < this.data.tokenizer.synonym_zh_passes; pass++) {
+      text = text.replace(this.synonymZh, (m) => this.synonymsZh.get(m));
+    }
+    return text;
+  };
+
+  /* hookviz.search.normalize, then _simplified */
+  Index.prototype.normalize = function (text) {
+    return Array.from(text.normalize("NFKC"), (ch) => this.traditional.get(ch) || ch).join("");
+  };
+
+  /* hookviz.search._query_weight */
+  Index.prototype.queryWeight = function (word) {
+    return Array.from(word).length === 1 && this.hasCjk.test(word) ? this.data.tokenizer.char_weight : 1;
   };
 
   /* hookviz.search.tokenize */
   Index.prototype.tokenize = function (text) {
     const words = [];
-    text = this.zhSynonyms(text.normalize("NFKC"));
-    text = text.toLowerCase().replace(/n['’]t\b/g, " not").replace(this.phrase, (m) => this.phrases.get(m));
+    text = this.zhSynonyms(this.normalize(text));
+    text = text.toLowerCase().replace(this.negation, " not").replace(this.phrase, (m) => this.phrases.get(m));
     let negated = false;
     for (const match of text.matchAll(this.token)) {
       const token = match[0];
@@ -86,7 +108,9 @@
         const chars = Array.from(token);
         chars.forEach((ch, i) => {
           if (!this.stopChars.has(ch)) words.push(ch);
-          if (i + 1 < chars.length) words.push(ch + chars[i + 1]);
+          if (i + 1 < chars.length && !this.particles.has(ch) && !this.particles.has(chars[i + 1])) {
+            words.push(ch + chars[i + 1]);
+          }
         });
         continue;
       }
@@ -103,11 +127,13 @@
   };
 
   /* hookviz.search._on_topic */
-  Index.prototype.onTopic = function (text, words) {
-    if (words.some((w) => this.topicWords.has(w) || w.includes("_")) || /[a-z0-9]\.[a-z_]/.test(text.toLowerCase())) {
+  Index.prototype.onTopic = function (text) {
+    const english = this.tokenize(text.replace(this.cjkRun, " "));
+    if (english.some((w) => this.topicWords.has(w) || w.includes("_")) || /[a-z0-9]\.[a-z_]/.test(text.toLowerCase())) {
       return true;
     }
-    return this.topicZh.test(this.zhSynonyms(text));
+    const found = new Set(Array.from((text + "\n" + this.zhSynonyms(text)).matchAll(this.topicZh), (m) => m[0]));
+    return Array.from(found).some((w) => this.topicZhAlone.has(w)) || found.size >= 2;
   };
 
   /* _Index.searched_words: the distinct words the course uses, at most max_words of them (the rarest) */
@@ -127,9 +153,10 @@
     let total = 0, held = 0;
     for (const w of new Set(words)) {
       const n = this.word.get(w);
-      const chars = Array.from(w);
-      const unknownCounts = !(chars.length === 2 && this.hasCjk.test(chars[0]) && this.hasCjk.test(chars[1]));
-      const weight = n !== undefined ? data.idf[n] : (unknownCounts ? this.maxIdf : 0);
+      // _Index._unknown_weight: an English word the most any word weighs, a Chinese character the average, a pair 0
+      const cjk = this.hasCjk.test(Array.from(w)[0]);
+      const unknown = !cjk ? this.maxIdf : (Array.from(w).length === 1 ? data.average_idf : 0);
+      const weight = n !== undefined ? data.idf[n] : unknown;
       total += weight;
       if (n !== undefined && this.present[d].has(n)) held += weight;
     }
@@ -146,11 +173,11 @@
     for (const q of words) {
       const w = this.word.get(q);
       if (w === undefined) continue;
-      const idf = data.idf[w];
+      const idf = data.idf[w], weight = this.queryWeight(q);
       const list = this.postings.get(w) || [];
       for (let i = 0; i < list.length; i += 2) {
         const d = list[i], tf = list[i + 1], dl = data.documents[d][4];
-        scores[d] += idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)));
+        scores[d] += idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))) * weight;
       }
     }
     const order = [];
@@ -175,7 +202,7 @@
       const found = Array.from(kinds.values()).sort((x, y) => y[1] - x[1]);
       let others = 0;
       for (const item of found.slice(1)) others += item[1];
-      ranked.push([found[0][1] + data.agreement * others, place++, found[0][0]]);
+      ranked.push([found[0][1] + data.tokenizer.agreement * others, place++, found[0][0]]);
     }
     ranked.sort((x, y) => y[0] - x[0] || x[1] - y[1]);
     return ranked.slice(0, k).map(([score, , d]) => {
@@ -187,12 +214,12 @@
 
   /* hookviz.ask(question, k) on this index: the k best sections, [{link, url, source, title, summary, score}]. */
   Index.prototype.search = function (question, k) {
-    const text = question.trim().normalize("NFKC");
+    const text = this.normalize(question.trim());
     if (!text) return [];
     const read = Array.from(text).slice(0, this.data.tokenizer.max_chars).join("");
     const words = this.tokenize(read);
     const searched = this.searchedWords(words);
-    return this.onTopic(read, words) ? this.rank(searched, k, words) : [];
+    return this.onTopic(read) ? this.rank(searched, k, words) : [];
   };
 
   const cache = new Map();

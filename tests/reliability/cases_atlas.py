@@ -121,7 +121,9 @@ def specs() -> list[Spec]:
              [_directory(positional=True, extra=[Value("empty-folder", _empty_dir(), ACCEPT)])],
              check=_check_stored, short="atlas.stored_versions"),
         Spec("hookviz.atlas.stored_version_for", atlas.stored_version_for,
-             [_version(extra=[Value("patch-of-stored-minor", "2.12.0", ACCEPT)], skip=("long-20000",)),
+             # a well-formed release without a stored atlas: None, as documented ("else None"; the doctor relies on it)
+             [_version(extra=[Value("patch-of-stored-minor", "2.12.0", ACCEPT),
+                              Value("unknown-release", "2.99.0", ACCEPT)], skip=("long-20000",)),
               _directory()],
              check=_check_version_for, short="atlas.stored_version_for"),
         Spec("hookviz.atlas.write_snapshot", _write,

@@ -6,6 +6,9 @@ import contextlib
 import io
 from typing import Any
 
+import torch
+from torch import nn
+
 import hookviz
 from reliability import registry
 from reliability.harness import ACCEPT, EITHER, REFUSE, Case, Ctx
@@ -145,6 +148,13 @@ def scenario_cases() -> list[Case]:
              check=lambda a, ctx: None if isinstance(a, doctor.Verdict) else f"{a!r}", keeps_rng=True),
         Case("diagnose:module-reachable-by-import", "hookviz.diagnose", diagnose_module_reachable, expect=ACCEPT,
              check=lambda a, ctx: None if a else "no rules", keeps_rng=True),
+        # the function inside the package (hookviz.diagnose is the package, callable): the same answers
+        Case("diagnose.diagnose:a-clean-layer", "hookviz.diagnose.diagnose",
+             lambda ctx: str(registry.module("hookviz.diagnose").diagnose(nn.Linear(2, 1), torch.randn(3, 2))),
+             expect=ACCEPT, check=lambda a, ctx: None if a == "no findings" else a),
+        Case("diagnose.diagnose:model-None", "hookviz.diagnose.diagnose",
+             lambda ctx: registry.module("hookviz.diagnose").diagnose(None, torch.ones(3, 2)), expect=REFUSE,
+             names=("model",), keeps_rng=True),
     ]
 
 

@@ -441,7 +441,9 @@ def render_cases() -> list[Case]:
         ("equal", (1.0, 1.0), ACCEPT, ()), ("nan", (math.nan, 1.0), REFUSE, ("lo",)), ("inf", (0.0, math.inf), REFUSE,
                                                                                      ("hi",)),
         ("most-zero", (0.0, 1.0, 0), REFUSE, ("most",))],
-        check=lambda a, v: None if isinstance(a, list) and len(a) >= 2 else f"{a!r}")
+        # two ticks at least, or the one value of an empty range (the docstring's promise)
+        check=lambda a, v: None if isinstance(a, list) and (len(a) >= 2 or (v[0] == v[1] and a == [v[0]]))
+        else f"{a!r}")
     out += quick("hookviz.render.step_label", lambda ctx, v: render.step_label(v), [
         ("valid", 1500, ACCEPT, ()), ("zero", 0, ACCEPT, ()), ("huge", 10**18, ACCEPT, ()), ("nan", math.nan, EITHER,
                                                                                              ("value",)),
@@ -592,6 +594,80 @@ def guards_cases() -> list[Case]:
         ("None", None, REFUSE, ("training",))], setup=_model_setup)
     out += quick("hookviz.guards.run_mode", lambda ctx, v: _enter(guards.run_mode(v, False)), [
         ("not-a-model", "model", REFUSE, ("model",))], short="guards.run_mode-model")
+    out += quick("hookviz.guards.shown_array", lambda ctx, v: guards.shown_array(v), [
+        ("tensor", torch.zeros(2, 3), ACCEPT, ()), ("numpy", np.zeros((400, 3), np.float32), ACCEPT, ()),
+        ("None", None, ACCEPT, ()), ("long-str", "x" * 20_000, ACCEPT, ()), ("list", [[1, 2]] * 500, ACCEPT, ())],
+        check=lambda a, v: None if isinstance(a, str) and "\n" not in a and len(a) <= 80 else f"{a!r}")
+    out += quick("hookviz.guards.check_array", lambda ctx, v: guards.check_array(v, "values", ndim=(1, 2)), [
+        ("numpy", np.ones((2, 3)), ACCEPT, ()), ("list", [1.0, 2.0], ACCEPT, ()),
+        ("tensor", torch.ones(3, requires_grad=True), ACCEPT, ()), ("bfloat16", torch.ones(2, dtype=torch.bfloat16),
+                                                                       ACCEPT, ()),
+        ("str", "values", REFUSE, ("values",)), ("None", None, REFUSE, ("values",)),
+        ("complex", np.ones(2, np.complex64), REFUSE, ("values",)), ("meta", torch.empty(2, device="meta"), REFUSE,
+                                                                     ("values",)),
+        ("ragged", [[1.0], [1.0, 2.0]], REFUSE, ("values",)), ("objects", np.array([object()]), REFUSE, ("values",)),
+        ("3-D", np.zeros((2, 2, 2)), REFUSE, ("values",))],
+        check=lambda a, v: None if isinstance(a, np.ndarray) and a.dtype.kind in "biuf" else f"{a!r}")
+    png = render.message_png("x")
+    out += quick("hookviz.guards.check_png", lambda ctx, v: guards.check_png(v, "png"), [
+        ("png", png, ACCEPT, ()), ("bytearray", bytearray(png), ACCEPT, ()), ("str", "png", REFUSE, ("png",)),
+        ("not-png", b"GIF89a", REFUSE, ("png",)), ("None", None, REFUSE, ("png",))],
+        check=lambda a, v: None if isinstance(a, bytes) and a == bytes(v) else f"{a!r}")
+    return out + _more_guards_cases()
+
+
+def _more_guards_cases() -> list[Case]:
+    """The rest of hookviz.guards: the flag, text, model, path and seed checks, and the model runner's helpers."""
+    out = quick("hookviz.guards.check_flag", lambda ctx, v: guards.check_flag(v, "grads"), [
+        ("True", True, ACCEPT, ()), ("np.bool_", np.bool_(False), ACCEPT, ()),
+        ("str-False", "False", REFUSE, ("grads",)), ("int-1", 1, REFUSE, ("grads",)),
+        ("None", None, REFUSE, ("grads",))],
+        check=lambda a, v: None if a is bool(v) else f"{a!r}")
+    out += quick("hookviz.guards.check_str", lambda ctx, v: guards.check_str(v, "key", empty=False), [
+        ("valid", "show-fc", ACCEPT, ()), ("cjk", "钩子", ACCEPT, ()), ("blank", " \t", REFUSE, ("key",)),
+        ("bytes", b"key", REFUSE, ("key",)), ("None", None, REFUSE, ("key",)), ("list", ["key"], REFUSE, ("key",))],
+        check=lambda a, v: None if a == v else f"{a!r}")
+    out += quick("hookviz.guards.check_strings", lambda ctx, v: guards.check_strings(v, "layers"), [
+        ("list", ["0", "2"], ACCEPT, ()), ("tuple", ("0",), ACCEPT, ()), ("empty", [], ACCEPT, ()),
+        ("a-string", "0", REFUSE, ("layers",)), ("ints", [0, 2], REFUSE, ("layers",)), ("None", None, REFUSE,
+                                                                                     ("layers",))],
+        check=lambda a, v: None if a == list(v) else f"{a!r}")
+    out += quick("hookviz.guards.check_module", lambda ctx, v: guards.check_module(v(ctx), "model"), [
+        ("a-model", lambda ctx: ctx.model, ACCEPT, ()), ("a-class", lambda ctx: nn.Linear, REFUSE, ("model",)),
+        ("state-dict", lambda ctx: ctx.model.state_dict(), REFUSE, ("model",)),
+        ("None", lambda ctx: None, REFUSE, ("model",))],
+        check=lambda a, v: None if isinstance(a, nn.Module) else f"{a!r}", setup=_model_setup)
+    out += quick("hookviz.guards.check_path", lambda ctx, v: guards.check_path(v, "directory", kind="folder"), [
+        ("a-folder", _BASE, ACCEPT, ()), ("str", str(_BASE), ACCEPT, ()),
+        ("missing", _BASE / "missing", REFUSE, ("directory",)), ("empty", "", REFUSE, ("directory",)),
+        ("long-20000", "d" * 20_000, REFUSE, ("directory",)), ("int", 3, REFUSE, ("directory",))],
+        check=lambda a, v: None if isinstance(a, Path) and a.is_dir() else f"{a!r}")
+    out += quick("hookviz.guards.check_seed", lambda ctx, v: guards.check_seed(v), [
+        ("zero", 0, ACCEPT, ()), ("np.int64", np.int64(7), ACCEPT, ()), ("negative", -1, REFUSE, ("seed",)),
+        ("2**63", 2**63, REFUSE, ("seed",)), ("float", 1.5, REFUSE, ("seed",)), ("None", None, REFUSE, ("seed",))],
+        check=lambda a, v: None if type(a) is int and a == int(v) else f"{a!r}")
+    out += quick("hookviz.guards.shown", lambda ctx, v: guards.shown(v), [
+        ("long-str", "x" * 20_000, ACCEPT, ()), ("None", None, ACCEPT, ()),
+        ("broken-repr", type("Broken", (), {"__repr__": lambda self: 1 / 0})(), ACCEPT, ())],
+        check=lambda a, v: None if isinstance(a, str) and len(a) <= 60 else f"{a!r}")
+    out += quick("hookviz.guards.describe_value", lambda ctx, v: guards.describe_value(v), [
+        ("tensor", torch.zeros(8, 1, 8, 8), ACCEPT, ()), ("list", [1, 2, 3], ACCEPT, ()), ("None", None, ACCEPT, ())],
+        check=lambda a, v: None if isinstance(a, str) and a else f"{a!r}")
+
+    def failing(ctx: Ctx, v: Any) -> Any:
+        try:
+            ctx.model(v)
+        except RuntimeError as error:
+            return guards.failing_layer(ctx.model, error)
+        return "no error"
+
+    out += quick("hookviz.guards.failing_layer", failing, [
+        ("wrong-width", torch.zeros(2, 3), ACCEPT, ())],
+        check=lambda a, v: None if a == "0" else f"{a!r}", setup=_model_setup)
+    out += quick("hookviz.guards.run_model", lambda ctx, v: guards.run_model(ctx.model, v(ctx), "capture()"), [
+        ("valid", lambda ctx: ctx.x, ACCEPT, ()), ("wrong-width", lambda ctx: torch.zeros(2, 3), REFUSE,
+                                                   ("inputs", "layer")),
+        ("str", lambda ctx: "x", REFUSE, ("inputs",))], setup=_model_setup)
     return out
 
 
